@@ -1,0 +1,5 @@
+"""Public layers of keras-synth."""
+
+from keras_synth.layers.synthesizer_attention import SynthesizerAttention
+
+__all__ = ["SynthesizerAttention"]

@@ -1,0 +1,325 @@
+"""The synthesizers: each one turns its inputs into attention logits.
+
+Every class here owns the weights of one variant of the paper (SPEC.md, "The
+variants") and computes that variant's logits in one short `logits` method.
+`SynthesizerAttention` composes them; this module is private.
+
+Shapes (SPEC.md notation): the query input is `(B, T, d)`, projected keys are
+`(B, S, H, k)`. `logits` returns `(B, H, T, S)` for variants that depend on
+the input and `(H, T, S)` for those that do not (`batch_dependent = False`),
+always in `logits_dtype` (float32 under mixed precision).
+"""
+
+import keras
+from keras import ops
+
+VARIANTS = (
+    "dense",
+    "random",
+    "fixed_random",
+    "factorized_dense",
+    "factorized_random",
+    "vanilla",
+)
+
+
+def _query_projection(num_heads, key_dim, use_bias, name, activation, kw):
+    """An `EinsumDense` from `(B, T, d)` to `(B, T, H, k)`, named like MHA's."""
+    return keras.layers.EinsumDense(
+        "btd,dnk->btnk",
+        output_shape=(None, num_heads, key_dim),
+        bias_axes="nk" if use_bias else None,
+        activation=activation,
+        name=name,
+        **kw,
+    )
+
+
+class Synthesizer(keras.layers.Layer):
+    """Base class of the synthesizers.
+
+    Args:
+        num_heads: number of heads `H`.
+        key_dim: size per head `k` of the query-side projections.
+        max_length: `ℓ`, the longest query and key length.
+        use_bias: whether projections have biases.
+        logits_dtype: dtype of the returned logits.
+        sublayer_kwargs: keyword arguments for the `EinsumDense` sublayers
+            (initializers, regularizers, constraints, dtype policy).
+        random_initializer: initializer of random logits and factors.
+    """
+
+    variant = None
+    # Whether the logits depend on the input (shape B x H x T x S) or not
+    # (shape H x T x S).
+    batch_dependent = True
+    # Whether the logits need the projected keys (dot-product attention).
+    uses_keys = False
+
+    def __init__(
+        self,
+        num_heads,
+        key_dim,
+        max_length,
+        use_bias,
+        logits_dtype,
+        sublayer_kwargs,
+        random_initializer,
+        **kwargs,
+    ):
+        super().__init__(name=self.variant, **kwargs)
+        self.num_heads = num_heads
+        self.key_dim = key_dim
+        self.max_length = max_length
+        self.use_bias = use_bias
+        self.logits_dtype = logits_dtype
+        self.sublayer_kwargs = sublayer_kwargs
+        self.random_initializer = random_initializer
+
+    def _add_logit_weight(self, name, shape, initializer, trainable=True,
+                          regularized=True):
+        """A weight of the logit path, kept in float32 (never autocast)."""
+        kw = self.sublayer_kwargs
+        is_bias = name.startswith("bias")
+        return self.add_weight(
+            name=name,
+            shape=shape,
+            initializer=keras.initializers.get(initializer),
+            regularizer=(
+                kw["bias_regularizer" if is_bias else "kernel_regularizer"]
+                if regularized
+                else None
+            ),
+            constraint=(
+                kw["bias_constraint" if is_bias else "kernel_constraint"]
+                if regularized
+                else None
+            ),
+            trainable=trainable,
+            dtype=self.logits_dtype,
+            autocast=False,
+        )
+
+    def _dense_kwargs(self):
+        kw = dict(self.sublayer_kwargs)
+        kw["kernel_initializer"] = _clone(kw["kernel_initializer"])
+        kw["bias_initializer"] = _clone(kw["bias_initializer"])
+        return kw
+
+    def project_key(self, key):
+        """Projects the key input; `None` for synthesizers without keys."""
+        return None
+
+    def logits(self, query, key, query_start, query_length, key_length):
+        """Returns the attention logits of this synthesizer.
+
+        Args:
+            query: the query input `(B, T, d)`.
+            key: projected keys `(B, S, H, k)`, or `None` if `uses_keys` is
+                False.
+            query_start: position of the first query row (0, or the cache
+                index during decoding); an int or a scalar tensor.
+            query_length: `T`.
+            key_length: `S`.
+        """
+        raise NotImplementedError
+
+
+def _clone(initializer):
+    return initializer.__class__.from_config(initializer.get_config())
+
+
+class VanillaSynthesizer(Synthesizer):
+    """Dot-product attention: `L = (X W_Q)(M W_K)^T / sqrt(k)`."""
+
+    variant = "vanilla"
+    uses_keys = True
+
+    def build(self, query_shape, key_shape):
+        self.query_dense = _query_projection(
+            self.num_heads, self.key_dim, self.use_bias, "query", None,
+            self._dense_kwargs(),
+        )
+        self.query_dense.build(query_shape)
+        self.key_dense = _query_projection(
+            self.num_heads, self.key_dim, self.use_bias, "key", None,
+            self._dense_kwargs(),
+        )
+        self.key_dense.build(key_shape)
+
+    def project_key(self, key):
+        return self.key_dense(key)
+
+    def logits(self, query, key, query_start, query_length, key_length):
+        query = ops.cast(self.query_dense(query), self.logits_dtype)
+        key = ops.cast(key, self.logits_dtype)
+        query = ops.multiply(query, 1.0 / float(self.key_dim) ** 0.5)
+        return ops.einsum("btnk,bsnk->bnts", query, key)
+
+
+class DenseSynthesizer(Synthesizer):
+    """Dense: `L_h[t] = W2_h relu(W1_h x_t + b1_h) + b2_h`, columns `[:S]`."""
+
+    variant = "dense"
+
+    def build(self, query_shape, key_shape):
+        self.hidden = _query_projection(
+            self.num_heads, self.key_dim, self.use_bias, "hidden", "relu",
+            self._dense_kwargs(),
+        )
+        self.hidden.build(query_shape)
+        kw = self.sublayer_kwargs
+        self.kernel = self._add_logit_weight(
+            "kernel",
+            (self.num_heads, self.key_dim, self.max_length),
+            _clone(kw["kernel_initializer"]),
+        )
+        self.bias = None
+        if self.use_bias:
+            self.bias = self._add_logit_weight(
+                "bias",
+                (self.num_heads, self.max_length),
+                _clone(kw["bias_initializer"]),
+            )
+
+    def logits(self, query, key, query_start, query_length, key_length):
+        hidden = ops.cast(self.hidden(query), self.logits_dtype)
+        kernel = ops.slice(
+            self.kernel.value,
+            (0, 0, 0),
+            (self.num_heads, self.key_dim, key_length),
+        )
+        logits = ops.einsum("btnk,nks->bnts", hidden, kernel)
+        if self.bias is not None:
+            bias = ops.slice(self.bias.value, (0, 0), (self.num_heads, key_length))
+            logits = logits + ops.expand_dims(bias, 1)
+        return logits
+
+
+class FactorizedDenseSynthesizer(Synthesizer):
+    """Factorized dense: `row[j] = b1[j // b] * b2[j % b]`, columns `[:S]`.
+
+    `A = relu(W0_h x_t)`, `b1 = W1_h A` of size `a`, `b2 = W2_h A` of size `b`.
+    """
+
+    variant = "factorized_dense"
+
+    def __init__(self, *args, sizes, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.sizes = tuple(sizes)
+
+    def build(self, query_shape, key_shape):
+        self.hidden = _query_projection(
+            self.num_heads, self.key_dim, self.use_bias, "hidden", "relu",
+            self._dense_kwargs(),
+        )
+        self.hidden.build(query_shape)
+        kw = self.sublayer_kwargs
+        self.kernels, self.biases = [], []
+        for name, size in zip(("a", "b"), self.sizes):
+            self.kernels.append(
+                self._add_logit_weight(
+                    f"kernel_{name}",
+                    (self.num_heads, self.key_dim, size),
+                    _clone(kw["kernel_initializer"]),
+                )
+            )
+            if self.use_bias:
+                self.biases.append(
+                    self._add_logit_weight(
+                        f"bias_{name}",
+                        (self.num_heads, size),
+                        _clone(kw["bias_initializer"]),
+                    )
+                )
+
+    def logits(self, query, key, query_start, query_length, key_length):
+        hidden = ops.cast(self.hidden(query), self.logits_dtype)
+        factors = []
+        for i, kernel in enumerate(self.kernels):
+            factor = ops.einsum("btnk,nka->bnta", hidden, kernel)
+            if self.biases:
+                factor = factor + ops.expand_dims(self.biases[i], 1)
+            factors.append(factor)
+        a, b = self.sizes
+        rows = ops.einsum("bnta,bntc->bntac", factors[0], factors[1])
+        rows = ops.reshape(
+            rows, (ops.shape(rows)[0], self.num_heads, query_length, a * b)
+        )
+        return ops.slice(
+            rows, (0, 0, 0, 0), (ops.shape(rows)[0], self.num_heads,
+                                 query_length, key_length)
+        )
+
+
+class RandomSynthesizer(Synthesizer):
+    """Random: `L_h = R_h[:T, :S]` with `R_h` a trainable `ℓ x ℓ` matrix."""
+
+    variant = "random"
+    batch_dependent = False
+    trainable_logits = True
+
+    def build(self, query_shape, key_shape):
+        length = self.max_length
+        self.kernel = self._add_logit_weight(
+            "logits",
+            (self.num_heads, length, length),
+            _clone(self.random_initializer),
+            trainable=self.trainable_logits,
+            regularized=False,
+        )
+
+    def logits(self, query, key, query_start, query_length, key_length):
+        return ops.slice(
+            self.kernel.value,
+            (0, query_start, 0),
+            (self.num_heads, query_length, key_length),
+        )
+
+
+class FixedRandomSynthesizer(RandomSynthesizer):
+    """Fixed random: as random, but the matrix is never trained (still saved)."""
+
+    variant = "fixed_random"
+    trainable_logits = False
+
+
+class FactorizedRandomSynthesizer(Synthesizer):
+    """Factorized random: `L_h = (R1_h R2_h^T)[:T, :S]`, `R1, R2` of rank `r`."""
+
+    variant = "factorized_random"
+    batch_dependent = False
+
+    def __init__(self, *args, rank, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.rank = rank
+
+    def build(self, query_shape, key_shape):
+        shape = (self.num_heads, self.max_length, self.rank)
+        self.left = self._add_logit_weight(
+            "left", shape, _clone(self.random_initializer), regularized=False
+        )
+        self.right = self._add_logit_weight(
+            "right", shape, _clone(self.random_initializer), regularized=False
+        )
+
+    def logits(self, query, key, query_start, query_length, key_length):
+        heads, rank = self.num_heads, self.rank
+        left = ops.slice(
+            self.left.value, (0, query_start, 0), (heads, query_length, rank)
+        )
+        right = ops.slice(self.right.value, (0, 0, 0), (heads, key_length, rank))
+        return ops.einsum("ntr,nsr->nts", left, right)
+
+
+SYNTHESIZERS = {
+    cls.variant: cls
+    for cls in (
+        DenseSynthesizer,
+        RandomSynthesizer,
+        FixedRandomSynthesizer,
+        FactorizedDenseSynthesizer,
+        FactorizedRandomSynthesizer,
+        VanillaSynthesizer,
+    )
+}
