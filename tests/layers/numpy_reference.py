@@ -1,0 +1,224 @@
+"""A float64 NumPy reference of `SynthesizerAttention`, written from SPEC.md.
+
+It reads the layer's own weights, by the names the layer's docstring gives
+(`value/kernel`, `dense/hidden/kernel`, `random/logits`, `mixture_logits`,
+...), and recomputes the layer's forward pass (inference mode: no dropout)
+from the equations of SPEC.md, independently of the layer's code:
+
+- values `V = M W_V + b_V`, output `Y = concat_h(P_h V_h) W_O + b_O`;
+- the logits of every variant ("The variants" table) and of mixtures,
+  `sum_i softmax(w_h)_i L_i`;
+- masks combined as in `keras.layers.MultiHeadAttention` (True = may
+  attend) and applied to the final logits; a query row whose keys are all
+  masked gets all-zero probabilities (SPEC.md, "Masks").
+
+API (kept stable, other tests use it):
+
+    output, probs = reference_attention(
+        layer, query, value, key=None, query_mask=None, value_mask=None,
+        key_mask=None, attention_mask=None, use_causal_mask=False,
+        query_start_index=0)
+
+`output` is `(B, T, *output_shape)`, `probs` is `(B, H, T, S)`, both float64
+NumPy arrays. `layer_weights(layer)` returns the weights as a dict of
+float64 arrays keyed by those names.
+"""
+
+import math
+
+import numpy as np
+from keras import ops
+
+__all__ = [
+    "layer_weights",
+    "reference_attention",
+    "reference_logits",
+    "combined_mask",
+    "masked_softmax",
+]
+
+
+def _to_numpy(x):
+    if x is None:
+        return None
+    if hasattr(x, "value") and not isinstance(x, np.ndarray):
+        x = x.value  # a keras.Variable
+    return np.asarray(ops.convert_to_numpy(x))
+
+
+def _f64(x):
+    return None if x is None else _to_numpy(x).astype(np.float64)
+
+
+def _bool(x):
+    return None if x is None else _to_numpy(x).astype(bool)
+
+
+def layer_weights(layer):
+    """The layer's weights as `{name: float64 array}`.
+
+    Names are the weights' paths relative to the layer, e.g.
+    `"dense/hidden/kernel"`, `"random/logits"`, `"mixture_logits"`.
+    """
+    if not layer.built:
+        raise ValueError("Build (call) the layer before reading its weights.")
+    # Every layer has `value/...` and `attention_output/...` weights, so the
+    # path components all weights share are exactly the layer's own scope.
+    parts = [w.path.split("/") for w in layer.weights]
+    common = 0
+    while all(len(p) > common + 1 and p[common] == parts[0][common]
+              for p in parts):
+        common += 1
+    weights = {}
+    for w, p in zip(layer.weights, parts):
+        weights["/".join(p[common:])] = _f64(w)
+    return weights
+
+
+def _project(x, weights, name):
+    """`EinsumDense("btd,dnk->btnk")` with optional bias `(n, k)`."""
+    y = np.einsum("btd,dnk->btnk", x, weights[name + "/kernel"])
+    bias = weights.get(name + "/bias")
+    if bias is not None:
+        y = y + bias
+    return y
+
+
+def _relu(x):
+    return np.maximum(x, 0.0)
+
+
+def _variant_logits(layer, name, weights, query, key, start, T, S):
+    """Logits `(B, H, T, S)` of one variant (broadcast over the batch)."""
+    B = query.shape[0]
+    H = layer.num_heads
+    if name == "vanilla":
+        q = _project(query, weights, "vanilla/query")
+        k = _project(key, weights, "vanilla/key")
+        return np.einsum("btnk,bsnk->bnts", q, k) / math.sqrt(layer.key_dim)
+    if name == "dense":
+        hidden = _relu(_project(query, weights, "dense/hidden"))
+        w2 = weights["dense/kernel"]  # (H, k, l)
+        rows = np.einsum("btnk,nkl->bntl", hidden, w2)
+        if "dense/bias" in weights:
+            rows = rows + weights["dense/bias"][None, :, None, :]
+        return rows[..., :S]
+    if name == "factorized_dense":
+        hidden = _relu(_project(query, weights, "factorized_dense/hidden"))
+        factors = []
+        for part in ("a", "b"):
+            f = np.einsum(
+                "btnk,nka->bnta",
+                hidden,
+                weights[f"factorized_dense/kernel_{part}"],
+            )
+            bias = weights.get(f"factorized_dense/bias_{part}")
+            if bias is not None:
+                f = f + bias[None, :, None, :]
+            factors.append(f)
+        b1, b2 = factors
+        a, b = b1.shape[-1], b2.shape[-1]
+        j = np.arange(a * b)
+        rows = b1[..., j // b] * b2[..., j % b]  # row[j] = b1[j//b] b2[j%b]
+        return rows[..., :S]
+    if name in ("random", "fixed_random"):
+        R = weights[f"{name}/logits"]  # (H, l, l)
+        L = R[:, start:start + T, :S]
+        return np.broadcast_to(L[None], (B, H, T, S))
+    if name == "factorized_random":
+        R1 = weights["factorized_random/left"][:, start:start + T]
+        R2 = weights["factorized_random/right"][:, :S]
+        L = np.einsum("ntr,nsr->nts", R1, R2)
+        return np.broadcast_to(L[None], (B, H, T, S))
+    raise ValueError(f"Unknown variant {name!r}")
+
+
+def reference_logits(layer, query, value=None, key=None, query_start_index=0,
+                     weights=None):
+    """The (mixed) logits `(B, H, T, S)` in float64, before masking."""
+    query = _f64(query)
+    value = query if value is None else _f64(value)
+    key = value if key is None else _f64(key)
+    weights = layer_weights(layer) if weights is None else weights
+    T, S = query.shape[1], value.shape[1]
+    logits = [
+        _variant_logits(layer, name, weights, query, key,
+                        int(query_start_index), T, S)
+        for name in layer.variants
+    ]
+    if len(logits) == 1:
+        return np.array(logits[0])
+    w = weights["mixture_logits"]  # (H, N)
+    w = np.exp(w - w.max(axis=-1, keepdims=True))
+    alpha = w / w.sum(axis=-1, keepdims=True)
+    return sum(
+        alpha[None, :, i, None, None] * L for i, L in enumerate(logits)
+    )
+
+
+def combined_mask(B, T, S, query_mask=None, value_mask=None, key_mask=None,
+                  attention_mask=None, use_causal_mask=False,
+                  query_start_index=0):
+    """The `(B, T, S)` boolean mask MultiHeadAttention would use, or None."""
+    mask = None
+
+    def _and(m, new):
+        return new if m is None else np.logical_and(m, new)
+
+    if query_mask is not None:
+        mask = _and(mask, _bool(query_mask)[:, :, None])
+    if value_mask is not None:
+        mask = _and(mask, _bool(value_mask)[:, None, :])
+    if key_mask is not None:
+        mask = _and(mask, _bool(key_mask)[:, None, :])
+    if use_causal_mask:
+        rows = np.arange(T)[:, None] + int(query_start_index)
+        mask = _and(mask, (rows >= np.arange(S)[None, :])[None])
+    if attention_mask is not None:
+        mask = _and(mask, _bool(attention_mask))
+    if mask is None:
+        return None
+    return np.broadcast_to(mask, (B, T, S))
+
+
+def masked_softmax(logits, mask=None):
+    """Softmax over the last axis; masked entries get exactly 0 and a fully
+    masked row is all zeros. `mask` broadcasts to `logits`."""
+    logits = np.asarray(logits, dtype=np.float64)
+    if mask is None:
+        mask = np.ones(logits.shape, dtype=bool)
+    mask = np.broadcast_to(mask, logits.shape)
+    masked = np.where(mask, logits, -np.inf)
+    row_max = masked.max(axis=-1, keepdims=True)
+    row_max = np.where(np.isfinite(row_max), row_max, 0.0)
+    e = np.where(mask, np.exp(masked - row_max), 0.0)
+    total = e.sum(axis=-1, keepdims=True)
+    return np.where(total > 0, e / np.where(total > 0, total, 1.0), 0.0)
+
+
+def reference_attention(layer, query, value, key=None, query_mask=None,
+                        value_mask=None, key_mask=None, attention_mask=None,
+                        use_causal_mask=False, query_start_index=0):
+    """Recomputes `layer(query, value, key, ...)` in float64 NumPy.
+
+    Returns:
+        `(output, probs)`: output `(B, T, *output_shape)`, attention
+        probabilities `(B, H, T, S)`.
+    """
+    query = _f64(query)
+    value = _f64(value)
+    key = value if key is None else _f64(key)
+    weights = layer_weights(layer)
+    B, T, S = query.shape[0], query.shape[1], value.shape[1]
+    logits = reference_logits(layer, query, value, key, query_start_index,
+                              weights=weights)
+    mask = combined_mask(B, T, S, query_mask, value_mask, key_mask,
+                         attention_mask, use_causal_mask, query_start_index)
+    probs = masked_softmax(logits, None if mask is None else mask[:, None])
+    values = _project(value, weights, "value")  # (B, S, H, kv)
+    heads = np.einsum("bnts,bsnh->btnh", probs, values)
+    w_out = weights["attention_output/kernel"]  # (H, kv, *out)
+    output = np.tensordot(heads, w_out, axes=([2, 3], [0, 1]))
+    if "attention_output/bias" in weights:
+        output = output + weights["attention_output/bias"]
+    return output, probs
