@@ -1,0 +1,320 @@
+"""`python -m recipes.glue`: train and evaluate a Synthesizer encoder on GLUE.
+
+Examples:
+
+    # The built-in task, offline, a few minutes on 2 CPU cores:
+    python -m recipes.glue --task=builtin --synthesizer=random+vanilla
+
+    # GLUE's TSV files, two GPUs:
+    python -m recipes.glue --task=sst2 --data_dir=glue_data \
+        --synthesizer=dense --strategy=mirrored --mixed_precision=bfloat16
+"""
+
+import argparse
+import os
+import sys
+import time
+
+from recipes import common
+from recipes.glue import metrics as metrics_lib
+from recipes.glue import tasks as tasks_lib
+
+PROG = "python -m recipes.glue"
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Train and evaluate a Transformer encoder made of "
+        "SynthesizerEncoder blocks on a GLUE task.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    group = parser.add_argument_group("task and data")
+    group.add_argument(
+        "--task", required=True,
+        help="One of " + ", ".join(tasks_lib.TASKS) + " ('builtin' is a "
+        "tiny sentiment task shipped with the package, for offline runs).")
+    group.add_argument(
+        "--data_dir", default=None,
+        help="GLUE's TSV files (the GLUE root holding SST-2/, MNLI/, ... or "
+        "the task's folder). Default: tensorflow_datasets glue/<task>.")
+    group.add_argument("--tfds_data_dir", default=None,
+                       help="data_dir of tensorflow_datasets.")
+    group.add_argument("--max_train_examples", type=int, default=None,
+                       help="Use only the first N training examples.")
+    group = parser.add_argument_group("model")
+    group.add_argument(
+        "--synthesizer", default="random+vanilla",
+        help="Attention variant: vanilla, dense, random, fixed_random, "
+        "factorized_dense, factorized_random, or a mixture such as "
+        "random+vanilla.")
+    group.add_argument("--max_length", type=int, default=128,
+                       help="Packed sequence length (the synthesizers' "
+                       "max_length).")
+    group.add_argument("--num_layers", type=int, default=2)
+    group.add_argument("--hidden_dim", type=int, default=128)
+    group.add_argument("--num_heads", type=int, default=4)
+    group.add_argument("--intermediate_dim", type=int, default=None,
+                       help="Feedforward width (default 4 x hidden_dim).")
+    group.add_argument("--dropout", type=float, default=0.1)
+    group.add_argument("--pooling", choices=("mean", "cls"), default="mean")
+    group.add_argument("--factorized_rank", type=int, default=8)
+    group.add_argument("--no_lowercase", dest="lowercase",
+                       action="store_false",
+                       help="Keep case in the WordPiece tokenizer.")
+    common.add_common_flags(parser)
+    group = parser.add_argument_group("outputs")
+    group.add_argument("--no_export", dest="export", action="store_false",
+                       help="Skip the SavedModel export.")
+    group.add_argument("--no_tensorboard", dest="tensorboard",
+                       action="store_false")
+    return parser
+
+
+def validate_args(args):
+    """Canonicalises `args` in place; ValueError on bad values."""
+    from keras_synth.layers.synthesizer_attention import parse_synthesizer
+
+    task = tasks_lib.get_task(args.task)
+    args.task = task.name
+    try:
+        args.synthesizer = "+".join(parse_synthesizer(args.synthesizer))
+    except ValueError as error:
+        raise ValueError(f"Argument `--synthesizer`: {error}") from None
+    for name in ("max_length", "num_layers", "hidden_dim", "num_heads",
+                 "batch_size", "epochs", "learning_rate", "vocab_size",
+                 "factorized_rank"):
+        common.positive(name, getattr(args, name))
+    if args.max_length < 4 + task.num_segments:
+        raise ValueError(f"Argument `--max_length`={args.max_length} is too "
+                         "short to pack a sentence.")
+    if args.max_train_examples is not None:
+        common.positive("max_train_examples", args.max_train_examples)
+    if not 0.0 <= args.dropout < 1.0:
+        raise ValueError(f"Argument `--dropout` must be in [0, 1). "
+                         f"Received: --dropout={args.dropout}")
+    if args.model_dir is None:
+        args.model_dir = os.path.join(
+            "runs", "glue", f"{task.name}-{args.synthesizer.replace('+', '_')}"
+        )
+    return task
+
+
+def _eval_callback(task, eval_data, log):
+    import keras
+
+    from recipes.glue.model import predictions_from_outputs
+
+    class TaskMetrics(keras.callbacks.Callback):
+        """Adds the task's official dev metrics to each epoch's logs."""
+
+        def on_epoch_end(self, epoch, logs=None):
+            for split, (dataset, labels) in eval_data.items():
+                outputs = self.model.predict(dataset, verbose=0)
+                values = metrics_lib.compute_metrics(
+                    task, labels, predictions_from_outputs(task, outputs)
+                )
+                for name, value in values.items():
+                    if logs is not None:
+                        logs[f"{split}_{name}"] = value
+
+    return TaskMetrics()
+
+
+def run(args, log=print):
+    """Runs the recipe for parsed `args`; returns the results dict."""
+    wall_start = time.time()
+    common.require_tensorflow_backend()
+    task = validate_args(args)
+    from recipes.glue import loading
+
+    config = dict(vars(args))
+    run_dir = common.RunDirectory(args.model_dir, config)
+    log(f"Run directory: {run_dir.root}")
+
+    train, evals, tests = loading.load_task_data(
+        task, args.data_dir, args.tfds_data_dir
+    )
+    train = loading.subsample(train, args.max_train_examples)
+    log(f"Task {task.name} ({task.description}): {len(train)} training "
+        "examples, " + ", ".join(f"{k} {len(v)}" for k, v in evals.items())
+        + (", " + ", ".join(f"{k} {len(v)}" for k, v in tests.items())
+           if tests else ", no test split"))
+    if len(train) < args.batch_size:
+        raise ValueError(
+            f"Argument `--batch_size`={args.batch_size} exceeds the "
+            f"{len(train)} training examples."
+        )
+
+    import keras
+
+    from recipes.glue import export as export_lib
+    from recipes.glue import model as model_lib
+
+    keras.utils.set_random_seed(args.seed)
+    policy = common.configure_precision(args.mixed_precision)
+    vocab = common.prepare_vocabulary(
+        run_dir,
+        lambda: [text for example in train.texts for text in example],
+        vocab_file=args.vocab_file,
+        vocab_size=args.vocab_size,
+        lowercase=args.lowercase,
+        log=log,
+    )
+    strategy = common.select_strategy(args.strategy, args.tpu)
+    log(f"Strategy: {type(strategy).__name__} with "
+        f"{strategy.num_replicas_in_sync} replica(s); dtype policy {policy}.")
+
+    preprocessor = model_lib.GluePreprocessor(
+        vocab, task.num_segments, args.max_length, args.lowercase
+    )
+    train_ds = model_lib.make_dataset(
+        train, preprocessor, args.batch_size, task, shuffle=True,
+        seed=args.seed, drop_remainder=True,
+    )
+    eval_data = {
+        split: (model_lib.make_dataset(data, preprocessor, args.batch_size,
+                                       task, labeled=False), data.labels)
+        for split, data in evals.items()
+    }
+    steps_per_epoch = len(train) // args.batch_size
+
+    with strategy.scope():
+        model, probe = model_lib.build_model(
+            vocab_size=len(vocab),
+            num_classes=task.num_classes,
+            num_segments=task.num_segments,
+            sequence_length=args.max_length,
+            synthesizer=args.synthesizer,
+            hidden_dim=args.hidden_dim,
+            num_layers=args.num_layers,
+            num_heads=args.num_heads,
+            intermediate_dim=args.intermediate_dim,
+            dropout=args.dropout,
+            pooling=args.pooling,
+            **({"factorized_rank": args.factorized_rank}
+               if "factorized_random" in args.synthesizer else {}),
+        )
+        model_lib.compile_model(
+            model, task, args.learning_rate, steps_per_epoch * args.epochs,
+            warmup_fraction=args.warmup_fraction,
+            weight_decay=args.weight_decay, jit_compile=args.jit_compile,
+        )
+        initial_epoch = run_dir.restore(model)
+    parameters = common.count_params(model)
+    log(f"Model: {args.num_layers} x SynthesizerEncoder("
+        f"{args.synthesizer!r}), width {args.hidden_dim}, {args.num_heads} "
+        f"heads, max_length {args.max_length}: {parameters:,} trainable "
+        "parameters.")
+    if initial_epoch:
+        log(f"Resuming after epoch {initial_epoch} from "
+            f"{run_dir.checkpoint_path(initial_epoch)}.")
+
+    timer = common.make_steps_timer()
+    callbacks = [timer, _eval_callback(task, eval_data, log)]
+    callbacks += run_dir.callbacks(tensorboard=args.tensorboard)
+    train_start = time.time()
+    model.fit(
+        train_ds,
+        epochs=args.epochs,
+        initial_epoch=initial_epoch,
+        steps_per_epoch=steps_per_epoch,
+        callbacks=callbacks,
+        verbose=args.verbose,
+        shuffle=False,  # the dataset is shuffled (seeded) by tf.data
+    )
+    train_time = time.time() - train_start
+
+    # Final evaluation.
+    results_metrics = {}
+    for split, (dataset, labels) in eval_data.items():
+        outputs = model.predict(dataset, verbose=0)
+        predictions = model_lib.predictions_from_outputs(task, outputs)
+        results_metrics[split] = metrics_lib.compute_metrics(
+            task, labels, predictions
+        )
+    summary = "; ".join(
+        f"{split} " + ", ".join(f"{k}={v:.4f}" for k, v in values.items())
+        for split, values in results_metrics.items()
+    )
+    log(f"Evaluation: {summary}")
+
+    submissions = {}
+    if run_dir.is_chief:
+        from recipes.glue import tsv
+
+        for split, data in tests.items():
+            dataset = model_lib.make_dataset(
+                data, preprocessor, args.batch_size, task, labeled=False)
+            predictions = model_lib.predictions_from_outputs(
+                task, model.predict(dataset, verbose=0))
+            filename = task.test_splits[split][2]
+            path = run_dir.path("submission", filename)
+            tsv.write_submission(path, task, data.ids, predictions)
+            submissions[split] = path
+
+    # Attention maps of the first evaluation example.
+    first_split = next(iter(evals))
+    example = evals[first_split]
+    example_inputs = preprocessor(tuple(
+        [example.texts[0][i]] for i in range(task.num_segments)))
+    scores = [s[0] for s in probe(example_inputs)]
+    n = int(example_inputs["padding_mask"].numpy()[0].sum())
+    tokens = preprocessor.tokens(example_inputs["token_ids"].numpy()[0][:n])
+    plot_path = None
+    if run_dir.is_chief:
+        plot_path = export_lib.plot_attention(
+            run_dir.path("attention.png"), scores, tokens,
+            title=f"{task.name} / {args.synthesizer}: "
+            + " | ".join(example.texts[0])[:120],
+        )
+
+    export_path = None
+    if args.export and run_dir.is_chief:
+        export_path = export_lib.export_saved_model(
+            run_dir.path("export"), model, preprocessor, task
+        )
+        log(f"Exported a SavedModel (raw strings in) to {export_path}")
+
+    history = run_dir.history()
+    results = {
+        "task": task.name,
+        "synthesizer": args.synthesizer,
+        "main_metric": task.main_metric,
+        "metrics": results_metrics,
+        "parameters": parameters,
+        "parameters_total": int(model.count_params()),
+        "steps_per_second": (timer.steps_per_second if timer.steps
+                             else (history[-1].get("steps_per_second")
+                                   if history else None)),
+        "train_steps": steps_per_epoch * args.epochs,
+        "epochs": args.epochs,
+        "resumed_from_epoch": initial_epoch,
+        "train_time_s": train_time,
+        "wall_time_s": time.time() - wall_start,
+        "num_replicas": strategy.num_replicas_in_sync,
+        "history": history,
+        "submissions": submissions,
+        "attention_png": plot_path,
+        "export": export_path,
+        "args": config,
+        "environment": common.environment(),
+    }
+    if run_dir.is_chief:
+        path = run_dir.write_results(results)
+        log(f"Results: {path}")
+    return results
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        run(args)
+    except (ValueError, RuntimeError) as error:
+        if os.environ.get("RECIPES_TRACEBACK"):
+            raise
+        # DataError is a ValueError: one clear line, no traceback.
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return 2
+    return 0
