@@ -129,12 +129,11 @@ def run(args, log=print):
     from recipes.glue import loading
 
     config = dict(vars(args))
-    run_dir = common.RunDirectory(args.model_dir, config)
-    log(f"Run directory: {run_dir.root}")
-
     train, evals, tests = loading.load_task_data(
         task, args.data_dir, args.tfds_data_dir
     )
+    run_dir = common.RunDirectory(args.model_dir, config)
+    log(f"Run directory: {run_dir.root}")
     train = loading.subsample(train, args.max_train_examples)
     log(f"Task {task.name} ({task.description}): {len(train)} training "
         "examples, " + ", ".join(f"{k} {len(v)}" for k, v in evals.items())
@@ -288,6 +287,8 @@ def run(args, log=print):
                              else (history[-1].get("steps_per_second")
                                    if history else None)),
         "train_steps": steps_per_epoch * args.epochs,
+        "optimizer_steps": int(keras.ops.convert_to_numpy(
+            model.optimizer.iterations)),
         "epochs": args.epochs,
         "resumed_from_epoch": initial_epoch,
         "train_time_s": train_time,

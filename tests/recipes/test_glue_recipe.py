@@ -1,0 +1,245 @@
+"""The GLUE recipe end to end (TensorFlow backend only)."""
+
+import json
+import os
+
+import keras
+import numpy as np
+import pytest
+
+if keras.backend.backend() != "tensorflow":
+    pytest.skip(
+        "recipes.glue runs on the TensorFlow backend (tf.data, tf.distribute,"
+        " SavedModel); its pure-Python parts are tested in test_glue_data.py "
+        "and test_glue_metrics.py on every backend",
+        allow_module_level=True,
+    )
+
+import tensorflow as tf  # noqa: E402
+
+from keras_synth.layers import SynthesizerAttention  # noqa: E402
+from recipes import common  # noqa: E402
+from recipes.glue import loading, tasks  # noqa: E402
+from recipes.glue import model as model_lib  # noqa: E402
+from recipes.glue import train as train_lib  # noqa: E402
+from tests.recipes.glue_files import write_glue_task  # noqa: E402
+
+TINY = ["--max_length=24", "--hidden_dim=16", "--num_heads=2",
+        "--num_layers=1", "--vocab_size=200", "--batch_size=16",
+        "--verbose=0", "--learning_rate=3e-3"]
+VOCAB = list(common.RESERVED_TOKENS) + [
+    "the", "cat", "sat", "on", "mat", "a", "dog", "##s", "."]
+
+
+def run(argv):
+    args = train_lib.build_parser().parse_args(argv)
+    return train_lib.run(args, log=lambda *_: None)
+
+
+def test_preprocessor_packs_one_and_two_segments():
+    pre = model_lib.GluePreprocessor(VOCAB, 2, sequence_length=10)
+    out = pre((tf.constant(["the cat sat"]), tf.constant(["a dogs"])))
+    ids = VOCAB.index
+    assert out["token_ids"].numpy().tolist() == [[
+        ids("[CLS]"), ids("the"), ids("cat"), ids("sat"), ids("[SEP]"),
+        ids("a"), ids("dog"), ids("##s"), ids("[SEP]"), 0]]
+    assert out["segment_ids"].numpy().tolist() == [
+        [0, 0, 0, 0, 0, 1, 1, 1, 1, 0]]
+    assert out["padding_mask"].numpy().tolist() == [[True] * 9 + [False]]
+    pre = model_lib.GluePreprocessor(VOCAB, 1, sequence_length=5)
+    out = pre((tf.constant(["the cat sat on the mat"]),))
+    assert out["token_ids"].numpy().tolist() == [[
+        ids("[CLS]"), ids("the"), ids("cat"), ids("sat"), ids("[SEP]")]]
+
+
+@pytest.mark.parametrize("synthesizer", [
+    "vanilla", "dense", "random", "factorized_random", "random+vanilla"])
+@pytest.mark.parametrize("task_name", ["sst2", "rte", "stsb"])
+def test_build_model(synthesizer, task_name):
+    task = tasks.get_task(task_name)
+    model, probe = model_lib.build_model(
+        vocab_size=len(VOCAB), num_classes=task.num_classes,
+        num_segments=task.num_segments, sequence_length=12,
+        synthesizer=synthesizer, hidden_dim=8, num_layers=2, num_heads=2)
+    pre = model_lib.GluePreprocessor(VOCAB, task.num_segments, 12)
+    inputs = pre(tuple(tf.constant(["the cat sat", "a dog"])
+                       for _ in range(task.num_segments)))
+    logits = model(inputs)
+    assert tuple(logits.shape) == (2, task.num_classes)
+    for i in range(2):
+        attention = model.get_layer(f"encoder_{i}")._self_attention_layer
+        assert isinstance(attention, SynthesizerAttention)
+        assert attention.synthesizer == synthesizer
+        assert attention.max_length == 12
+    scores = probe(inputs)
+    assert len(scores) == 2 and scores[0].shape == (2, 2, 12, 12)
+    # Padded keys get no attention; rows sum to one.
+    mask = inputs["padding_mask"].numpy()
+    np.testing.assert_allclose(scores[0].sum(-1)[:, :, 0], 1.0, rtol=1e-5)
+    assert np.all(scores[0][~mask[:, None, None, :].repeat(12, 2).repeat(
+        2, 1)] == 0)
+
+
+@pytest.mark.parametrize("task_name", ["sst2", "mnli", "stsb"])
+def test_tfds_loading_with_mock_data(task_name):
+    import tensorflow_datasets as tfds
+
+    task = tasks.get_task(task_name)
+    with tfds.testing.mock_data(num_examples=4):
+        train, evals, tests = loading.load_task_data(task)
+    assert len(train) == 4
+    assert set(evals) == set(task.eval_splits)
+    assert set(tests) == set(task.test_splits)
+    assert all(len(t) == task.num_segments and isinstance(t[0], str)
+               for t in train.texts)
+    if task.is_regression:
+        assert all(isinstance(v, float) for v in train.labels)
+    else:
+        assert all(0 <= v < task.num_classes for v in train.labels)
+    assert all(s.labels is None for s in tests.values())
+
+
+def _reload_and_compare(run_dir, task, argv_model, texts):
+    """The SavedModel (raw strings in) agrees with the Keras model."""
+    vocab = common.load_vocabulary(os.path.join(run_dir, "vocab.txt"))
+    args = train_lib.build_parser().parse_args(argv_model)
+    model, _ = model_lib.build_model(
+        vocab_size=len(vocab), num_classes=task.num_classes,
+        num_segments=task.num_segments, sequence_length=args.max_length,
+        synthesizer=args.synthesizer, hidden_dim=args.hidden_dim,
+        num_layers=args.num_layers, num_heads=args.num_heads)
+    last = common.read_json(os.path.join(run_dir, "checkpoints",
+                                         "state.json"))["epoch"]
+    model.load_weights(os.path.join(
+        run_dir, "checkpoints", f"epoch-{last:03d}.weights.h5"))
+    pre = model_lib.GluePreprocessor(vocab, task.num_segments,
+                                     args.max_length)
+    columns = tuple(tf.constant([t[i] for t in texts])
+                    for i in range(task.num_segments))
+    expected = keras.ops.convert_to_numpy(model(pre(columns)))
+
+    loaded = tf.saved_model.load(os.path.join(run_dir, "export"))
+    serve = loaded.signatures["serving_default"]
+    names = ["sentence"] if task.num_segments == 1 else [
+        "sentence1", "sentence2"]
+    out = serve(**dict(zip(names, columns)))
+    if task.is_regression:
+        np.testing.assert_allclose(out["score"].numpy(), expected[:, 0],
+                                   rtol=1e-5, atol=1e-5)
+        return
+    probabilities = tf.nn.softmax(expected).numpy()
+    np.testing.assert_allclose(out["probabilities"].numpy(), probabilities,
+                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(out["label"].numpy(),
+                                  probabilities.argmax(-1))
+    assert [s.decode() for s in out["label_name"].numpy()] == [
+        task.labels[i] for i in probabilities.argmax(-1)]
+
+
+class Interrupted(Exception):
+    pass
+
+
+def test_builtin_end_to_end_train_resume_export(tmp_path, monkeypatch):
+    run_dir = str(tmp_path / "run")
+    argv = ["--task=builtin", "--synthesizer=random+vanilla",
+            f"--model_dir={run_dir}", "--epochs=2",
+            "--max_train_examples=96"] + TINY
+
+    # 1. Interrupted during the second epoch's end (before its checkpoint).
+    make_eval = train_lib._eval_callback
+
+    def interrupting(*args):
+        callback = make_eval(*args)
+        on_epoch_end = callback.on_epoch_end
+
+        def stop(epoch, logs=None):
+            on_epoch_end(epoch, logs)
+            if epoch == 1:
+                raise Interrupted()
+
+        callback.on_epoch_end = stop
+        return callback
+
+    monkeypatch.setattr(train_lib, "_eval_callback", interrupting)
+    with pytest.raises(Interrupted):
+        run(argv)
+    monkeypatch.setattr(train_lib, "_eval_callback", make_eval)
+    state = common.read_json(os.path.join(run_dir, "checkpoints",
+                                          "state.json"))
+    assert state == {"epoch": 1}
+    assert not os.path.exists(os.path.join(run_dir, "results.json"))
+
+    # 2. Started again with the same arguments: resumes after epoch 1.
+    results = run(argv)
+    steps = 96 // 16
+    assert results["resumed_from_epoch"] == 1
+    assert results["optimizer_steps"] == 2 * steps  # optimizer state kept
+    assert [h["epoch"] for h in results["history"]] == [1, 2]
+    assert "dev_accuracy" in results["history"][0]
+    saved = common.read_json(os.path.join(run_dir, "results.json"))
+    assert saved["task"] == "builtin"
+    assert saved["synthesizer"] == "random+vanilla"
+    assert 0.0 <= saved["metrics"]["dev"]["accuracy"] <= 1.0
+    assert saved["parameters"] > 0 and saved["steps_per_second"] > 0
+    assert saved["wall_time_s"] > 0
+    assert saved["args"]["max_train_examples"] == 96
+    for name in ("vocab.txt", "args.json", "attention.png",
+                 "checkpoints/epoch-001.weights.h5",
+                 "checkpoints/epoch-002.weights.h5"):
+        assert os.path.isfile(os.path.join(run_dir, name)), name
+    with open(os.path.join(run_dir, "attention.png"), "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    assert os.listdir(os.path.join(run_dir, "logs"))
+    lines = open(os.path.join(run_dir, "submission", "builtin.tsv"),
+                 encoding="utf-8").read().splitlines()
+    assert lines[0] == "index\tprediction" and len(lines) == 301
+    assert {line.split("\t")[1] for line in lines[1:]} <= {"0", "1"}
+
+    texts = [("the film was not good .",), ("the plot is great .",),
+             ("honestly , the cast felt dull but the music was fresh .",)]
+    _reload_and_compare(run_dir, tasks.get_task("builtin"), argv, texts)
+
+    # 3. A different configuration in the same run directory is refused.
+    with pytest.raises(ValueError, match=r"--hidden_dim: 16 there, 32 now"):
+        run(argv + ["--hidden_dim=32"])
+
+
+@pytest.mark.parametrize("task_name", ["rte", "stsb"])
+def test_sentence_pairs_from_glue_tsv(tmp_path, task_name):
+    write_glue_task(tmp_path / "glue", task_name)
+    run_dir = str(tmp_path / "run")
+    argv = [f"--task={task_name}", "--synthesizer=dense",
+            f"--data_dir={tmp_path / 'glue'}", f"--model_dir={run_dir}",
+            "--epochs=1", "--batch_size=2"] + TINY[:-3] + ["--verbose=0"]
+    results = run(argv)
+    task = tasks.get_task(task_name)
+    assert list(results["metrics"]["dev"]) == list(task.metrics)
+    submission = os.path.join(run_dir, "submission",
+                              task.test_splits["test"][2])
+    lines = open(submission, encoding="utf-8").read().splitlines()
+    assert lines[0] == "index\tprediction" and len(lines) == 2
+    texts = [("A man is playing.", "A man plays a flute."),
+             ("Mexico has a city.", "Mexico is a city.")]
+    _reload_and_compare(run_dir, task, argv, texts)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--task=sst3"], r"Unknown GLUE task 'sst3'"),
+    (["--task=builtin", "--synthesizer=randum"],
+     r"--synthesizer.*Unknown variant 'randum'"),
+    (["--task=sst2", "--data_dir={tmp}"], r"no files of task 'sst2'"),
+    (["--task=builtin", "--epochs=0"], r"--epochs.*must be positive"),
+    (["--task=builtin", "--hidden_dim=10", "--num_heads=4",
+      "--max_train_examples=32"], r"--hidden_dim.*divisible"),
+])
+def test_bad_input_is_one_clear_error(tmp_path, capsys, argv, message):
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    code = train_lib.main(argv + [f"--model_dir={tmp_path / 'run'}",
+                                  "--verbose=0"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "python -m recipes.glue: error:" in err
+    assert "Traceback" not in err
+    import re
+    assert re.search(message, err), err
