@@ -5,3 +5,11 @@ from keras_synth.layers import SynthesizerAttention
 from keras_synth.version import __version__
 
 __all__ = ["SynthesizerAttention", "layers", "__version__"]
+
+try:  # The keras-nlp blocks, when keras-hub is installed.
+    from keras_synth.layers import SynthesizerDecoder
+    from keras_synth.layers import SynthesizerEncoder
+
+    __all__ += ["SynthesizerEncoder", "SynthesizerDecoder"]
+except ImportError:  # pragma: no cover - without keras-hub
+    pass

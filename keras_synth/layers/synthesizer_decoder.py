@@ -1,0 +1,492 @@
+"""`SynthesizerDecoder`: keras-nlp's `TransformerDecoder` with synthesized attention."""
+
+import keras
+from keras import ops
+
+from keras_synth.layers import _block_utils as utils
+from keras_synth.layers._block_utils import keras_nlp
+from keras_synth.layers.synthesizer_attention import SynthesizerAttention
+from keras_synth.layers.synthesizer_attention import parse_synthesizer
+
+
+@keras.saving.register_keras_serializable(package="keras_synth")
+class SynthesizerDecoder(keras_nlp.layers.TransformerDecoder):
+    """Transformer decoder block with causal synthesized self-attention.
+
+    A drop-in for `keras_nlp.layers.TransformerDecoder` (and an instance of
+    it): same constructor arguments, same call signature (caches included),
+    same sublayers and weight names. The causal self-attention is a
+    `keras_synth.layers.SynthesizerAttention` of variant `synthesizer`; the
+    cross-attention over the encoder sequence is ordinary dot-product
+    attention by default, as in the paper, and any variant with
+    `cross_attention_synthesizer`. Called with one input, the block has no
+    cross-attention (decoder-only models such as GPT-2).
+
+    The block owns exactly the weights it uses (its attention layers are
+    created in `build` in place of keras-nlp's, never next to them).
+
+    Cached decoding: `self_attention_cache` and `cross_attention_cache`
+    work as in keras-nlp, except that their layout depends on the variant:
+    pure synthesizers need no keys, so their cache holds values only,
+    `(batch, 1, length, num_heads, head_dim)`, half the memory of the
+    key/value cache `(batch, 2, length, num_heads, head_dim)` that variants
+    with a dot-product part (`"vanilla"`, `"random+vanilla"`, ...) keep.
+    Build empty caches with `initial_cache(batch_size, max_length)` and
+    `initial_cross_attention_cache(batch_size, encoder_length)`. A decoding
+    step at position `t` uses row `t` of the synthesized logits (in both
+    attention layers), so step-by-step decoding reproduces the full causal
+    forward pass.
+
+    Args:
+        intermediate_dim: int, the hidden size of the feedforward network.
+        num_heads: int, the number of attention heads.
+        dropout: float, dropout of the attention probabilities, of the
+            attention outputs and of the feedforward network. Defaults to 0.
+        activation: activation of the feedforward network. Defaults to
+            `"relu"`.
+        layer_norm_epsilon: float. Defaults to `1e-5`.
+        kernel_initializer: initializer of the kernels. Defaults to
+            `"glorot_uniform"`.
+        bias_initializer: initializer of the biases. Defaults to `"zeros"`.
+        normalize_first: bool, pre-LN (True) or post-LN (False, default).
+        synthesizer: variant of the causal self-attention (see
+            `SynthesizerAttention`). Defaults to `"dense"`.
+        cross_attention_synthesizer: variant of the cross-attention.
+            Defaults to `"vanilla"` (dot-product attention, as in the paper).
+        max_length: int, the longest decoder (and, for a synthetic
+            cross-attention, encoder) sequence `ℓ`. Required by synthetic
+            variants.
+        factorized_rank: rank of `"factorized_random"`. Defaults to 8.
+        factorized_dense_sizes: `(a, b)` of `"factorized_dense"`.
+        random_initializer: initializer of random logits and factors.
+        **kwargs: base layer arguments (`name`, `dtype`, ...).
+
+    Call arguments:
+        decoder_sequence: `(batch, T, hidden_dim)` tensor.
+        encoder_sequence: optional `(batch, S, hidden_dim)` tensor; leave
+            `None` for decoder-only models. The number of inputs may not
+            change between calls.
+        decoder_padding_mask: optional boolean `(batch, T)` mask (default:
+            the Keras mask of `decoder_sequence`).
+        decoder_attention_mask: optional boolean `(batch, T, T)` mask.
+        encoder_padding_mask: optional boolean `(batch, S)` mask (default:
+            the Keras mask of `encoder_sequence`).
+        encoder_attention_mask: optional boolean `(batch, T, S)` mask.
+        self_attention_cache: optional self-attention cache, shaped as
+            `initial_cache` returns.
+        self_attention_cache_update_index: int or int tensor: the position
+            of the first token of `decoder_sequence`, where its values (and
+            keys) are written into the cache.
+        cross_attention_cache: optional cross-attention cache, shaped as
+            `initial_cross_attention_cache` returns.
+        cross_attention_cache_update_index: `0` to fill the cross-attention
+            cache from `encoder_sequence`, `None` to reuse it.
+        use_causal_mask: whether the self-attention is causal. Defaults to
+            True.
+        training: whether dropout is active.
+
+    Returns:
+        `outputs`, shaped like `decoder_sequence`, without caches;
+        `(outputs, self_attention_cache)` with a cache and no
+        cross-attention; `(outputs, self_attention_cache,
+        cross_attention_cache)` with caches and cross-attention.
+
+    Example:
+
+    >>> import numpy as np
+    >>> decoder = SynthesizerDecoder(
+    ...     intermediate_dim=64, num_heads=4, synthesizer="random",
+    ...     max_length=16)
+    >>> x = np.random.rand(2, 10, 32).astype("float32")
+    >>> y = decoder(x)  # decoder-only, causal
+    >>> cache = decoder.initial_cache(batch_size=2, max_length=16)
+    >>> tuple(cache.shape)  # values only: no keys for a pure synthesizer
+    (2, 1, 16, 4, 8)
+    >>> y0, cache = decoder(x[:, :1], self_attention_cache=cache,
+    ...                     self_attention_cache_update_index=0)
+    """
+
+    def __init__(
+        self,
+        intermediate_dim,
+        num_heads,
+        dropout=0,
+        activation="relu",
+        layer_norm_epsilon=1e-05,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        normalize_first=False,
+        synthesizer="dense",
+        cross_attention_synthesizer="vanilla",
+        max_length=None,
+        factorized_rank=8,
+        factorized_dense_sizes=None,
+        random_initializer=None,
+        **kwargs,
+    ):
+        # As keras-nlp: a config carries the build shapes, so that a restored
+        # layer is built (and its weights can be loaded) right away.
+        decoder_sequence_shape = kwargs.pop("decoder_sequence_shape", None)
+        encoder_sequence_shape = kwargs.pop("encoder_sequence_shape", None)
+        super().__init__(
+            intermediate_dim=intermediate_dim,
+            num_heads=num_heads,
+            dropout=dropout,
+            activation=activation,
+            layer_norm_epsilon=layer_norm_epsilon,
+            kernel_initializer=kernel_initializer,
+            bias_initializer=bias_initializer,
+            normalize_first=normalize_first,
+            **kwargs,
+        )
+        self.max_length = max_length
+        self.factorized_rank = factorized_rank
+        self.factorized_dense_sizes = factorized_dense_sizes
+        self.random_initializer = (
+            None
+            if random_initializer is None
+            else keras.initializers.get(random_initializer)
+        )
+        self.synthesizer = "+".join(parse_synthesizer(synthesizer))
+        self.cross_attention_synthesizer = "+".join(
+            parse_synthesizer(cross_attention_synthesizer)
+        )
+        utils.check_synthesizer_arguments(
+            num_heads, self._synthesizer_kwargs(self.synthesizer)
+        )
+        utils.check_synthesizer_arguments(
+            num_heads,
+            self._synthesizer_kwargs(self.cross_attention_synthesizer),
+            prefix="Cross-attention "
+            f"(cross_attention_synthesizer={cross_attention_synthesizer!r})",
+        )
+        if decoder_sequence_shape:
+            self.build(decoder_sequence_shape, encoder_sequence_shape)
+
+    def _synthesizer_kwargs(self, synthesizer):
+        return dict(
+            synthesizer=synthesizer,
+            max_length=self.max_length,
+            factorized_rank=self.factorized_rank,
+            factorized_dense_sizes=self.factorized_dense_sizes,
+            random_initializer=(
+                None
+                if self.random_initializer is None
+                else utils.clone_initializer(self.random_initializer)
+            ),
+        )
+
+    def _attention(self, name, head_dim, synthesizer):
+        return SynthesizerAttention(
+            num_heads=self.num_heads,
+            key_dim=head_dim,
+            value_dim=head_dim,
+            dropout=self.dropout,
+            kernel_initializer=utils.clone_initializer(self.kernel_initializer),
+            bias_initializer=utils.clone_initializer(self.bias_initializer),
+            dtype=self.dtype_policy,
+            name=name,
+            **self._synthesizer_kwargs(synthesizer),
+        )
+
+    def _layer_norm(self, name, shape):
+        layer = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon,
+            dtype=self.dtype_policy,
+            name=name,
+        )
+        layer.build(shape)
+        return layer
+
+    def _dropout(self, name):
+        return keras.layers.Dropout(
+            rate=self.dropout, dtype=self.dtype_policy, name=name
+        )
+
+    def build(self, decoder_sequence_shape, encoder_sequence_shape=None):
+        # keras-nlp's build with our attention layers (no `super().build()`:
+        # it would create unused `CachedMultiHeadAttention` weights).
+        self._decoder_sequence_shape = decoder_sequence_shape
+        self._encoder_sequence_shape = encoder_sequence_shape
+        hidden_dim = decoder_sequence_shape[-1]
+        head_dim = int(hidden_dim // self.num_heads)
+        if head_dim == 0:
+            raise ValueError(
+                "Attention `head_dim` computed cannot be zero. "
+                f"The `hidden_dim` value of {hidden_dim} has to be equal to "
+                f"or greater than `num_heads` value of {self.num_heads}."
+            )
+        self._self_attention_layer = self._attention(
+            "self_attention", head_dim, self.synthesizer
+        )
+        self._self_attention_layer.build(
+            decoder_sequence_shape, decoder_sequence_shape
+        )
+        self._self_attention_layer_norm = self._layer_norm(
+            "self_attention_layer_norm", decoder_sequence_shape
+        )
+        self._self_attention_dropout = self._dropout("self_attention_dropout")
+
+        self._cross_attention_layer = None
+        if encoder_sequence_shape:
+            self._cross_attention_layer = self._attention(
+                "cross_attention", head_dim, self.cross_attention_synthesizer
+            )
+            self._cross_attention_layer.build(
+                decoder_sequence_shape, encoder_sequence_shape
+            )
+            self._cross_attention_layer_norm = self._layer_norm(
+                "cross_attention_layer_norm", decoder_sequence_shape
+            )
+            self._cross_attention_dropout = self._dropout(
+                "cross_attention_dropout"
+            )
+
+        self._feedforward_intermediate_dense = utils.dense(
+            self.intermediate_dim,
+            self.activation,
+            self.kernel_initializer,
+            self.bias_initializer,
+            self.dtype_policy,
+            "feedforward_intermediate_dense",
+        )
+        self._feedforward_intermediate_dense.build(decoder_sequence_shape)
+        self._feedforward_output_dense = utils.dense(
+            hidden_dim,
+            None,
+            self.kernel_initializer,
+            self.bias_initializer,
+            self.dtype_policy,
+            "feedforward_output_dense",
+        )
+        intermediate_shape = list(decoder_sequence_shape)
+        intermediate_shape[-1] = self.intermediate_dim
+        self._feedforward_output_dense.build(tuple(intermediate_shape))
+        self._feedforward_layer_norm = self._layer_norm(
+            "feedforward_layer_norm", decoder_sequence_shape
+        )
+        self._feedforward_dropout = self._dropout("feedforward_dropout")
+        self.built = True
+
+    # ---------------------------------------------------------------- API
+
+    @property
+    def self_attention(self):
+        """The causal self-attention `SynthesizerAttention` (after `build`)."""
+        return getattr(self, "_self_attention_layer", None)
+
+    @property
+    def cross_attention(self):
+        """The cross-attention `SynthesizerAttention`, or `None`."""
+        return getattr(self, "_cross_attention_layer", None)
+
+    def _require_built(self, method):
+        if not self.built:
+            raise ValueError(
+                f"`{method}` needs a built layer (the cache shape depends on "
+                "the input width): call the layer once or call "
+                "`build(decoder_sequence_shape, encoder_sequence_shape)` "
+                "first."
+            )
+
+    def initial_cache(self, batch_size, max_length=None, dtype=None):
+        """Returns an empty self-attention cache for `max_length` positions.
+
+        `(batch_size, 1, max_length, num_heads, head_dim)` (values only) for
+        a pure synthesizer, `(batch_size, 2, max_length, num_heads,
+        head_dim)` (keys and values) when the self-attention has a
+        dot-product part. `max_length` defaults to the layer's.
+        """
+        self._require_built("initial_cache")
+        return self._self_attention_layer.initial_cache(
+            batch_size, max_length, dtype=dtype
+        )
+
+    def initial_cross_attention_cache(
+        self, batch_size, encoder_length, dtype=None
+    ):
+        """Returns an empty cross-attention cache for `encoder_length` keys.
+
+        Fill it on the first decoding step with
+        `cross_attention_cache_update_index=0` and reuse it afterwards with
+        `cross_attention_cache_update_index=None`. Values only for a
+        synthetic cross-attention, keys and values for a dot-product one.
+        """
+        self._require_built("initial_cross_attention_cache")
+        if self._cross_attention_layer is None:
+            raise ValueError(
+                "This SynthesizerDecoder was built without cross-attention "
+                "(called without `encoder_sequence`), so it has no "
+                "cross-attention cache."
+            )
+        return self._cross_attention_layer.initial_cache(
+            batch_size, encoder_length, dtype=dtype
+        )
+
+    # ---------------------------------------------------------------- call
+
+    def call(
+        self,
+        decoder_sequence,
+        encoder_sequence=None,
+        decoder_padding_mask=None,
+        decoder_attention_mask=None,
+        encoder_padding_mask=None,
+        encoder_attention_mask=None,
+        self_attention_cache=None,
+        self_attention_cache_update_index=None,
+        cross_attention_cache=None,
+        cross_attention_cache_update_index=None,
+        use_causal_mask=True,
+        training=None,
+    ):
+        has_cross_attention = self._cross_attention_layer is not None
+        if has_cross_attention != (encoder_sequence is not None):
+            raise ValueError(
+                "The number of call arguments to `SynthesizerDecoder` "
+                "should not change. Use `layer(decoder_sequence, "
+                "encoder_sequence)` to build a layer with cross attention, or "
+                "`layer(decoder_sequence)` to build a layer without. This "
+                "layer has been built "
+                + ("with" if has_cross_attention else "without")
+                + " cross attention, but was called "
+                + ("without" if has_cross_attention else "with")
+                + " `encoder_sequence`."
+            )
+        has_self_cache = self_attention_cache is not None
+        if has_cross_attention and (
+            has_self_cache != (cross_attention_cache is not None)
+        ):
+            raise ValueError(
+                "When calling `SynthesizerDecoder` with cross-attention, "
+                "`self_attention_cache` and `cross_attention_cache` should "
+                "both be set or both be `None`. Received: "
+                f"self_attention_cache={self_attention_cache}, "
+                f"cross_attention_cache={cross_attention_cache}."
+            )
+        if not has_self_cache and self_attention_cache_update_index is not None:
+            raise ValueError(
+                "`self_attention_cache_update_index` should not be set if "
+                "`self_attention_cache` is `None`. Received: "
+                "self_attention_cache_update_index="
+                f"{self_attention_cache_update_index}"
+            )
+        query_start = (
+            0
+            if self_attention_cache_update_index is None
+            else self_attention_cache_update_index
+        )
+        query_length = ops.shape(decoder_sequence)[1]
+        key_length = (
+            ops.shape(self_attention_cache)[2] if has_self_cache else query_length
+        )
+        self_mask, causal = utils.merge_masks(
+            decoder_sequence,
+            decoder_padding_mask,
+            decoder_attention_mask,
+            query_length,
+            key_length,
+            causal=use_causal_mask,
+            query_start=query_start,
+            padding_arg="decoder_padding_mask",
+            attention_arg="decoder_attention_mask",
+        )
+
+        x = decoder_sequence
+        residual = x
+        if self.normalize_first:
+            x = self._self_attention_layer_norm(x)
+        with utils.keras_masks_detached(decoder_sequence, x):
+            outputs = self._self_attention_layer(
+                query=x,
+                value=x,
+                attention_mask=self_mask,
+                use_causal_mask=causal,
+                cache=self_attention_cache,
+                cache_update_index=self_attention_cache_update_index,
+                query_start_index=query_start,
+                training=training,
+            )
+        if has_self_cache:
+            x, self_attention_cache = outputs
+        else:
+            x = outputs
+        x = self._self_attention_dropout(x, training=training)
+        x = x + residual
+        if not self.normalize_first:
+            x = self._self_attention_layer_norm(x)
+
+        if has_cross_attention:
+            encoder_length = (
+                ops.shape(cross_attention_cache)[2]
+                if cross_attention_cache is not None
+                else ops.shape(encoder_sequence)[1]
+            )
+            cross_mask, _ = utils.merge_masks(
+                encoder_sequence,
+                encoder_padding_mask,
+                encoder_attention_mask,
+                query_length,
+                encoder_length,
+                padding_arg="encoder_padding_mask",
+                attention_arg="encoder_attention_mask",
+            )
+            residual = x
+            if self.normalize_first:
+                x = self._cross_attention_layer_norm(x)
+            with utils.keras_masks_detached(encoder_sequence, x):
+                outputs = self._cross_attention_layer(
+                    query=x,
+                    value=encoder_sequence,
+                    attention_mask=cross_mask,
+                    cache=cross_attention_cache,
+                    cache_update_index=cross_attention_cache_update_index,
+                    # Decoder position of the query row: row t of the
+                    # logits of a synthetic cross-attention.
+                    query_start_index=query_start,
+                    training=training,
+                )
+            if cross_attention_cache is not None:
+                x, cross_attention_cache = outputs
+            else:
+                x = outputs
+            x = self._cross_attention_dropout(x, training=training)
+            x = x + residual
+            if not self.normalize_first:
+                x = self._cross_attention_layer_norm(x)
+
+        residual = x
+        if self.normalize_first:
+            x = self._feedforward_layer_norm(x)
+        x = self._feedforward_intermediate_dense(x)
+        x = self._feedforward_output_dense(x)
+        x = self._feedforward_dropout(x, training=training)
+        x = x + residual
+        if not self.normalize_first:
+            x = self._feedforward_layer_norm(x)
+
+        if has_self_cache:
+            if has_cross_attention:
+                return x, self_attention_cache, cross_attention_cache
+            return x, self_attention_cache
+        return x
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "synthesizer": self.synthesizer,
+                "cross_attention_synthesizer": (
+                    self.cross_attention_synthesizer
+                ),
+                "max_length": self.max_length,
+                "factorized_rank": self.factorized_rank,
+                "factorized_dense_sizes": self.factorized_dense_sizes,
+                "random_initializer": (
+                    None
+                    if self.random_initializer is None
+                    else keras.initializers.serialize(self.random_initializer)
+                ),
+            }
+        )
+        return config

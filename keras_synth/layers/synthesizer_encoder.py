@@ -1,0 +1,276 @@
+"""`SynthesizerEncoder`: keras-nlp's `TransformerEncoder` with synthesized attention."""
+
+import keras
+
+from keras_synth.layers import _block_utils as utils
+from keras_synth.layers._block_utils import keras_nlp
+from keras_synth.layers.synthesizer_attention import SynthesizerAttention
+from keras_synth.layers.synthesizer_attention import parse_synthesizer
+
+
+@keras.saving.register_keras_serializable(package="keras_synth")
+class SynthesizerEncoder(keras_nlp.layers.TransformerEncoder):
+    """Transformer encoder block whose self-attention is a Synthesizer.
+
+    A drop-in for `keras_nlp.layers.TransformerEncoder` (and an instance of
+    it): same constructor arguments, same call signature, same sublayers
+    and weight names, except that the self-attention is a
+    `keras_synth.layers.SynthesizerAttention` with `key_dim = hidden_dim //
+    num_heads`. Switching a keras-nlp model to a Synthesizer is one line:
+
+    ```python
+    # keras_nlp.layers.TransformerEncoder(intermediate_dim=256, num_heads=4)
+    SynthesizerEncoder(intermediate_dim=256, num_heads=4,
+                       synthesizer="random", max_length=128)
+    ```
+
+    The block owns exactly the weights it uses: the attention is built in
+    `build` in place of keras-nlp's `MultiHeadAttention`, never next to it.
+    Its parameter count is keras-nlp's count minus the query and key
+    projections, plus the synthesizer's logit path (none of that changes for
+    `synthesizer="vanilla"`, which is keras-nlp's block).
+
+    Args:
+        intermediate_dim: int, the hidden size of the feedforward network.
+        num_heads: int, the number of attention heads.
+        dropout: float, dropout of the attention probabilities, of the
+            attention output and of the feedforward network. Defaults to 0.
+        activation: the activation of the feedforward network. Defaults to
+            `"relu"`.
+        layer_norm_epsilon: float, epsilon of the layer normalizations.
+            Defaults to `1e-5`.
+        kernel_initializer: initializer of the kernels (attention and
+            feedforward). Defaults to `"glorot_uniform"`.
+        bias_initializer: initializer of the biases. Defaults to `"zeros"`.
+        normalize_first: bool. If True, normalize the inputs of the attention
+            and the feedforward network (pre-LN, like GPT-2); if False, their
+            outputs (post-LN, like BERT). Defaults to False.
+        synthesizer: the variant of `SynthesizerAttention`: `"dense"`,
+            `"random"`, `"fixed_random"`, `"factorized_dense"`,
+            `"factorized_random"`, `"vanilla"` or a mixture such as
+            `"random+vanilla"`. Defaults to `"dense"`.
+        max_length: int, the longest sequence `ℓ` (required by every variant
+            but pure `"vanilla"`).
+        factorized_rank: rank of `"factorized_random"`. Defaults to 8.
+        factorized_dense_sizes: `(a, b)` of `"factorized_dense"`.
+        random_initializer: initializer of random logits and factors.
+            Defaults to `RandomNormal(stddev=1.0)`.
+        **kwargs: base layer arguments (`name`, `dtype`, `trainable`, ...).
+
+    Call arguments:
+        inputs: `(batch_size, sequence_length, hidden_dim)` tensor.
+        padding_mask: optional boolean `(batch_size, sequence_length)` mask,
+            True for real tokens; when `None`, the Keras mask of `inputs` is
+            used.
+        attention_mask: optional boolean `(batch_size, sequence_length,
+            sequence_length)` mask, True where attention is allowed.
+        training: whether dropout is active.
+        return_attention_scores: whether to also return the attention
+            probabilities `(batch_size, num_heads, sequence_length,
+            sequence_length)`.
+
+    Returns:
+        A tensor shaped like `inputs`, or `(outputs, attention_scores)` with
+        `return_attention_scores=True`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> encoder = SynthesizerEncoder(
+    ...     intermediate_dim=64, num_heads=4, synthesizer="random+vanilla",
+    ...     max_length=16)
+    >>> x = np.random.rand(2, 10, 32).astype("float32")
+    >>> tuple(encoder(x, padding_mask=np.arange(10)[None] < [[10], [6]]).shape)
+    (2, 10, 32)
+    """
+
+    def __init__(
+        self,
+        intermediate_dim,
+        num_heads,
+        dropout=0,
+        activation="relu",
+        layer_norm_epsilon=1e-05,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        normalize_first=False,
+        synthesizer="dense",
+        max_length=None,
+        factorized_rank=8,
+        factorized_dense_sizes=None,
+        random_initializer=None,
+        **kwargs,
+    ):
+        super().__init__(
+            intermediate_dim=intermediate_dim,
+            num_heads=num_heads,
+            dropout=dropout,
+            activation=activation,
+            layer_norm_epsilon=layer_norm_epsilon,
+            kernel_initializer=kernel_initializer,
+            bias_initializer=bias_initializer,
+            normalize_first=normalize_first,
+            **kwargs,
+        )
+        self.synthesizer = synthesizer
+        self.max_length = max_length
+        self.factorized_rank = factorized_rank
+        self.factorized_dense_sizes = factorized_dense_sizes
+        self.random_initializer = (
+            None
+            if random_initializer is None
+            else keras.initializers.get(random_initializer)
+        )
+        utils.check_synthesizer_arguments(
+            num_heads, self._synthesizer_kwargs()
+        )
+        self.synthesizer = "+".join(parse_synthesizer(synthesizer))
+
+    def _synthesizer_kwargs(self):
+        return dict(
+            synthesizer=self.synthesizer,
+            max_length=self.max_length,
+            factorized_rank=self.factorized_rank,
+            factorized_dense_sizes=self.factorized_dense_sizes,
+            random_initializer=(
+                None
+                if self.random_initializer is None
+                else utils.clone_initializer(self.random_initializer)
+            ),
+        )
+
+    def build(self, inputs_shape):
+        # keras-nlp's build, with the attention replaced *before* any weight
+        # exists (no `super().build()`: it would create an unused MHA).
+        hidden_dim = inputs_shape[-1]
+        key_dim = int(hidden_dim // self.num_heads)
+        if key_dim == 0:
+            raise ValueError(
+                "Attention `key_dim` computed cannot be zero. "
+                f"The `hidden_dim` value of {hidden_dim} has to be equal to "
+                f"or greater than `num_heads` value of {self.num_heads}."
+            )
+        self._self_attention_layer = SynthesizerAttention(
+            num_heads=self.num_heads,
+            key_dim=key_dim,
+            dropout=self.dropout,
+            kernel_initializer=utils.clone_initializer(self.kernel_initializer),
+            bias_initializer=utils.clone_initializer(self.bias_initializer),
+            dtype=self.dtype_policy,
+            name="self_attention_layer",
+            **self._synthesizer_kwargs(),
+        )
+        self._self_attention_layer.build(inputs_shape, inputs_shape)
+        self._self_attention_layer_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon,
+            dtype=self.dtype_policy,
+            name="self_attention_layer_norm",
+        )
+        self._self_attention_layer_norm.build(inputs_shape)
+        self._self_attention_dropout = keras.layers.Dropout(
+            rate=self.dropout,
+            dtype=self.dtype_policy,
+            name="self_attention_dropout",
+        )
+        self._feedforward_layer_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon,
+            dtype=self.dtype_policy,
+            name="feedforward_layer_norm",
+        )
+        self._feedforward_layer_norm.build(inputs_shape)
+        self._feedforward_intermediate_dense = utils.dense(
+            self.intermediate_dim,
+            self.activation,
+            self.kernel_initializer,
+            self.bias_initializer,
+            self.dtype_policy,
+            "feedforward_intermediate_dense",
+        )
+        self._feedforward_intermediate_dense.build(inputs_shape)
+        self._feedforward_output_dense = utils.dense(
+            hidden_dim,
+            None,
+            self.kernel_initializer,
+            self.bias_initializer,
+            self.dtype_policy,
+            "feedforward_output_dense",
+        )
+        intermediate_shape = list(inputs_shape)
+        intermediate_shape[-1] = self.intermediate_dim
+        self._feedforward_output_dense.build(tuple(intermediate_shape))
+        self._feedforward_dropout = keras.layers.Dropout(
+            rate=self.dropout,
+            dtype=self.dtype_policy,
+            name="feedforward_dropout",
+        )
+        self.built = True
+
+    @property
+    def self_attention(self):
+        """The block's `SynthesizerAttention` (after `build`)."""
+        return getattr(self, "_self_attention_layer", None)
+
+    def call(
+        self,
+        inputs,
+        padding_mask=None,
+        attention_mask=None,
+        training=None,
+        return_attention_scores=False,
+    ):
+        x = inputs
+        length = keras.ops.shape(inputs)[1]
+        mask, _ = utils.merge_masks(
+            inputs, padding_mask, attention_mask, length, length
+        )
+
+        residual = x
+        if self.normalize_first:
+            x = self._self_attention_layer_norm(x)
+        with utils.keras_masks_detached(inputs, x):
+            outputs = self._self_attention_layer(
+                query=x,
+                value=x,
+                attention_mask=mask,
+                return_attention_scores=return_attention_scores,
+                training=training,
+            )
+        if return_attention_scores:
+            x, attention_scores = outputs
+        else:
+            x = outputs
+        x = self._self_attention_dropout(x, training=training)
+        x = x + residual
+        if not self.normalize_first:
+            x = self._self_attention_layer_norm(x)
+
+        residual = x
+        if self.normalize_first:
+            x = self._feedforward_layer_norm(x)
+        x = self._feedforward_intermediate_dense(x)
+        x = self._feedforward_output_dense(x)
+        x = self._feedforward_dropout(x, training=training)
+        x = x + residual
+        if not self.normalize_first:
+            x = self._feedforward_layer_norm(x)
+
+        if return_attention_scores:
+            return x, attention_scores
+        return x
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "synthesizer": self.synthesizer,
+                "max_length": self.max_length,
+                "factorized_rank": self.factorized_rank,
+                "factorized_dense_sizes": self.factorized_dense_sizes,
+                "random_initializer": (
+                    None
+                    if self.random_initializer is None
+                    else keras.initializers.serialize(self.random_initializer)
+                ),
+            }
+        )
+        return config
