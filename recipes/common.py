@@ -198,14 +198,16 @@ def wordpiece_tokenizer(vocab, lowercase=True):
 
 
 def prepare_vocabulary(run_dir, texts, vocab_file=None, vocab_size=8000,
-                       lowercase=True, log=print):
-    """Returns the run's vocabulary, saved as `<run_dir>/vocab.txt`.
+                       lowercase=True, log=print, filename="vocab.txt"):
+    """Returns the run's vocabulary, saved as `<run_dir>/<filename>`.
 
     A resumed run reuses its saved vocabulary; otherwise `vocab_file` is
     copied, or a vocabulary is learned from `texts` (a callable returning
-    the training strings, so that they are only read when needed).
+    the training strings, so that they are only read when needed). A run
+    with several vocabularies (e.g. one per language) gives each its own
+    `filename`.
     """
-    saved = run_dir.path("vocab.txt")
+    saved = run_dir.path(filename)
     if os.path.isfile(saved):
         return load_vocabulary(saved)
     if vocab_file:
@@ -524,8 +526,41 @@ def environment():
     return info
 
 
+def canonical_synthesizer(flag, value):
+    """`--flag=value` as `SynthesizerAttention` spells variants (`"a+b"`).
+
+    Raises:
+        ValueError: naming the flag, for an unknown variant.
+    """
+    from keras_synth.layers.synthesizer_attention import parse_synthesizer
+
+    try:
+        return "+".join(parse_synthesizer(value))
+    except ValueError as error:
+        raise ValueError(f"Argument `--{flag}`: {error}") from None
+
+
+def run_main(parser, run, prog, argv=None):
+    """Parses `argv` and calls `run(args)`; returns the exit status.
+
+    A `ValueError` (bad arguments, `DataError`) or `RuntimeError` prints one
+    line `prog: error: ...` and returns 2 (set `RECIPES_TRACEBACK=1` for
+    the traceback).
+    """
+    args = parser.parse_args(argv)
+    try:
+        run(args)
+    except (ValueError, RuntimeError) as error:
+        if os.environ.get("RECIPES_TRACEBACK"):
+            raise
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
 __all__ = [
-    "DataError", "RunDirectory", "add_common_flags", "check_data_file",
+    "DataError", "RunDirectory", "add_common_flags", "canonical_synthesizer",
+    "check_data_file", "run_main",
     "configure_precision", "count_params", "learn_wordpiece_vocabulary",
     "learning_rate_schedule", "load_vocabulary", "make_steps_timer",
     "prepare_vocabulary", "require_tensorflow_backend", "save_vocabulary",

@@ -1,0 +1,425 @@
+"""`python -m recipes.translate`: train a Synthesizer encoder-decoder, then
+translate and score.
+
+Examples:
+
+    # The built-in German-English task, offline, minutes on 2 CPU cores:
+    python -m recipes.translate --src=de --tgt=en --dataset=builtin \\
+        --synthesizer=random+vanilla
+
+    # Parallel text files (Multi30k, IWSLT, WMT as distributed; .gz is fine):
+    python -m recipes.translate --src=de --tgt=en --synthesizer=dense \\
+        --train_src=multi30k/train.de.gz --train_tgt=multi30k/train.en.gz \\
+        --valid_src=multi30k/val.de.gz --valid_tgt=multi30k/val.en.gz
+
+    # WMT'14 En-De from tensorflow_datasets, base-sized, on a TPU:
+    python -m recipes.translate --src=en --tgt=de --synthesizer=random \\
+        --dataset=wmt14_translate --hidden_dim=512 --num_layers=6 \\
+        --num_heads=8 --intermediate_dim=2048 --vocab_size=32000 \\
+        --strategy=tpu --tpu=local --mixed_precision=bfloat16 --jit_compile
+"""
+
+import argparse
+import os
+import time
+
+from recipes import common
+from recipes.translate import data as data_lib
+
+PROG = "python -m recipes.translate"
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Train an encoder-decoder Transformer of "
+        "SynthesizerEncoder/SynthesizerDecoder blocks, then translate the "
+        "validation and test sets (greedy or beam search) and score them "
+        "with sacrebleu (BLEU, chrF).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    group = parser.add_argument_group("languages and data")
+    group.add_argument("--src", required=True,
+                       help="Source language code (de, en, fr, ...).")
+    group.add_argument("--tgt", required=True,
+                       help="Target language code.")
+    group.add_argument(
+        "--dataset", default="wmt14_translate",
+        help="A tensorflow_datasets translation set (wmt14_translate, "
+        "wmt15_translate, ...; the config is the language pair), or "
+        "'builtin': a small German-English task shipped with the package, "
+        "for offline runs. Ignored with --train_src/--train_tgt.")
+    group.add_argument("--tfds_data_dir", default=None,
+                       help="data_dir of tensorflow_datasets.")
+    for split in data_lib.SPLITS:
+        for side in ("src", "tgt"):
+            group.add_argument(
+                f"--{split}_{side}", default=None,
+                help=f"Parallel text file: {split} split, "
+                f"{'source' if side == 'src' else 'target'} side (one "
+                "sentence a line; .gz read transparently).")
+    group.add_argument("--max_train_examples", type=int, default=None,
+                       help="Use only the first N training pairs.")
+
+    group = parser.add_argument_group("model")
+    group.add_argument(
+        "--synthesizer", default="random+vanilla",
+        help="Self-attention variant of every block (causal in the "
+        "decoder): vanilla, dense, random, fixed_random, factorized_dense, "
+        "factorized_random, or a mixture such as random+vanilla.")
+    group.add_argument("--cross_attention_synthesizer", default="vanilla",
+                       help="Variant of the decoder's cross-attention "
+                       "(vanilla in the paper).")
+    group.add_argument("--max_length", type=int, default=64,
+                       help="Longest source and target sequence in tokens "
+                       "(the synthesizers' max_length); longer training "
+                       "pairs are dropped (counted).")
+    group.add_argument("--num_layers", type=int, default=3,
+                       help="Blocks in the encoder and in the decoder.")
+    group.add_argument("--hidden_dim", type=int, default=256)
+    group.add_argument("--num_heads", type=int, default=4)
+    group.add_argument("--intermediate_dim", type=int, default=None,
+                       help="Feedforward width (default 4 x hidden_dim).")
+    group.add_argument("--dropout", type=float, default=0.1)
+    group.add_argument("--label_smoothing", type=float, default=0.1)
+    group.add_argument("--normalize_first", action="store_true",
+                       help="Pre-LN blocks (default: post-LN, as in the "
+                       "paper).")
+    group.add_argument("--factorized_rank", type=int, default=8)
+    group.add_argument("--vocab", choices=("shared", "separate"),
+                       default="shared",
+                       help="One WordPiece vocabulary for both languages "
+                       "(embeddings shared too) or one per language.")
+    group.add_argument("--tgt_vocab_file", default=None,
+                       help="Target vocabulary with --vocab=separate "
+                       "(--vocab_file is then the source vocabulary).")
+    group.add_argument("--lowercase", action="store_true",
+                       help="Lowercase text in the tokenizer (BLEU is "
+                       "still computed against the raw references).")
+
+    common.add_common_flags(parser, default_batch_size=64, default_epochs=10,
+                            default_learning_rate=1e-3)
+    parser.set_defaults(weight_decay=0.0)
+    for action in parser._actions:
+        if action.dest == "learning_rate":
+            action.help = ("Peak learning rate of the Transformer schedule "
+                           "(linear warmup, then inverse square root "
+                           "decay); Adam(0.9, 0.98, 1e-9).")
+        elif action.dest == "weight_decay":
+            action.help = "AdamW weight decay (0: Adam, as in the paper)."
+        elif action.dest == "warmup_fraction":
+            action.help = ("Warmup as a fraction of all training steps, "
+                           "unless --warmup_steps is given.")
+    group = parser.add_argument_group("training (translation)")
+    group.add_argument("--warmup_steps", type=int, default=None,
+                       help="Warmup steps (the paper: 4000).")
+    group.add_argument("--time_budget_minutes", type=float, default=None,
+                       help="Stop training after this many minutes (the "
+                       "epoch in progress ends early and is saved), e.g. "
+                       "to compare variants at the same budget.")
+
+    group = parser.add_argument_group("decoding and outputs")
+    group.add_argument("--beam_size", type=int, default=4,
+                       help="1 for greedy decoding.")
+    group.add_argument("--length_penalty", type=float, default=0.6,
+                       help="Beam search's alpha: scores are log p / ((5 + "
+                       "length) / 6) ** alpha.")
+    group.add_argument("--decode_batch_size", type=int, default=64)
+    group.add_argument("--no_export", dest="export", action="store_false",
+                       help="Skip the SavedModel export.")
+    group.add_argument("--no_tensorboard", dest="tensorboard",
+                       action="store_false")
+    return parser
+
+
+# Flags that only change decoding, not the trained model: a finished run
+# can be decoded again with another beam size.
+RUNTIME_FLAGS = common.RUNTIME_FLAGS | {
+    "beam_size", "length_penalty", "decode_batch_size", "tgt_vocab_file",
+}
+
+
+def validate_args(args):
+    """Canonicalises `args` in place; ValueError on bad values."""
+    data_lib.check_language_pair(args.src, args.tgt)
+    for flag in ("synthesizer", "cross_attention_synthesizer"):
+        setattr(args, flag,
+                common.canonical_synthesizer(flag, getattr(args, flag)))
+    for name in ("max_length", "num_layers", "hidden_dim", "num_heads",
+                 "batch_size", "epochs", "learning_rate", "vocab_size",
+                 "factorized_rank", "beam_size", "decode_batch_size"):
+        common.positive(name, getattr(args, name))
+    for name in ("max_train_examples", "intermediate_dim", "warmup_steps",
+                 "time_budget_minutes"):
+        if getattr(args, name) is not None:
+            common.positive(name, getattr(args, name))
+    if args.max_length < 3:
+        raise ValueError(f"Argument `--max_length` must be at least 3 "
+                         f"([CLS], a token, [SEP]). Received: "
+                         f"--max_length={args.max_length}")
+    if args.hidden_dim % args.num_heads:
+        raise ValueError(
+            f"Argument `--hidden_dim`={args.hidden_dim} must be a multiple "
+            f"of `--num_heads`={args.num_heads}.")
+    for name in ("dropout", "label_smoothing"):
+        value = getattr(args, name)
+        if not 0.0 <= value < 1.0:
+            raise ValueError(f"Argument `--{name}` must be in [0, 1). "
+                             f"Received: --{name}={value}")
+    if args.tgt_vocab_file and args.vocab != "separate":
+        raise ValueError("Argument `--tgt_vocab_file` needs "
+                         "`--vocab=separate`.")
+    if args.train_src or args.train_tgt:
+        if args.dataset == data_lib.BUILTIN:
+            raise ValueError(
+                "--dataset=builtin reads the data shipped with the package; "
+                "don't pass --train_src/--train_tgt with it.")
+        args.dataset = "files"
+    elif any(getattr(args, f"{s}_{side}") for s in data_lib.SPLITS
+             for side in ("src", "tgt")):
+        raise ValueError("Arguments `--train_src` and `--train_tgt` are "
+                         "required with parallel text files.")
+    if args.model_dir is None:
+        args.model_dir = os.path.join(
+            "runs", "translate",
+            f"{args.dataset}-{args.src}-{args.tgt}-"
+            f"{args.synthesizer.replace('+', '_')}")
+
+
+def load_corpus(args):
+    """`{split: data.Parallel}` as the arguments ask."""
+    if args.dataset == "files":
+        files = {split: (getattr(args, f"{split}_src"),
+                         getattr(args, f"{split}_tgt"))
+                 for split in data_lib.SPLITS}
+        return data_lib.load_files(files)
+    if args.dataset == data_lib.BUILTIN:
+        return data_lib.load_files(data_lib.builtin_files(args.src, args.tgt))
+    return data_lib.load_tfds(args.dataset, args.src, args.tgt,
+                              args.tfds_data_dir)
+
+
+def score(hypotheses, references):
+    """Detokenized corpus BLEU and chrF (sacrebleu) against raw references."""
+    import sacrebleu
+
+    bleu = sacrebleu.BLEU()
+    chrf = sacrebleu.CHRF()
+    bleu_score = bleu.corpus_score(hypotheses, [references])
+    chrf_score = chrf.corpus_score(hypotheses, [references])
+    return {"bleu": bleu_score.score, "chrf": chrf_score.score,
+            "bleu_details": str(bleu_score),
+            "bleu_signature": str(bleu.get_signature()),
+            "chrf_signature": str(chrf.get_signature())}
+
+
+def _time_budget_callback(minutes):
+    import keras
+
+    class TimeBudget(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.start = None
+            self.stopped = False
+
+        def on_train_begin(self, logs=None):
+            self.start = time.time()
+
+        def on_train_batch_end(self, batch, logs=None):
+            if time.time() - self.start > 60.0 * minutes:
+                self.model.stop_training = True
+                self.stopped = True
+
+    return TimeBudget()
+
+
+def run(args, log=print):
+    """Runs the recipe for parsed `args`; returns the results dict."""
+    wall_start = time.time()
+    common.require_tensorflow_backend()
+    validate_args(args)
+    config = dict(vars(args))
+    corpus = load_corpus(args)
+    corpus["train"] = corpus["train"].head(args.max_train_examples)
+    run_dir = common.RunDirectory(args.model_dir, config,
+                                  runtime_flags=RUNTIME_FLAGS)
+    log(f"Run directory: {run_dir.root}")
+    log(f"Data ({args.dataset}, {args.src}->{args.tgt}): " + ", ".join(
+        f"{split} {len(pairs)} pairs" for split, pairs in corpus.items()))
+
+    import keras
+
+    from recipes.translate import decoding
+    from recipes.translate import export as export_lib
+    from recipes.translate import model as model_lib
+
+    keras.utils.set_random_seed(args.seed)
+    policy = common.configure_precision(args.mixed_precision)
+    train = corpus["train"]
+    if args.vocab == "shared":
+        src_vocab = tgt_vocab = common.prepare_vocabulary(
+            run_dir, lambda: train.src + train.tgt,
+            vocab_file=args.vocab_file, vocab_size=args.vocab_size,
+            lowercase=args.lowercase, log=log)
+    else:
+        src_vocab = common.prepare_vocabulary(
+            run_dir, lambda: train.src, vocab_file=args.vocab_file,
+            vocab_size=args.vocab_size, lowercase=args.lowercase, log=log,
+            filename=f"vocab.{args.src}.txt")
+        tgt_vocab = common.prepare_vocabulary(
+            run_dir, lambda: train.tgt, vocab_file=args.tgt_vocab_file,
+            vocab_size=args.vocab_size, lowercase=args.lowercase, log=log,
+            filename=f"vocab.{args.tgt}.txt")
+    preprocessor = model_lib.Preprocessor(src_vocab, tgt_vocab,
+                                          args.max_length, args.lowercase)
+    strategy = common.select_strategy(args.strategy, args.tpu)
+    log(f"Strategy: {type(strategy).__name__} with "
+        f"{strategy.num_replicas_in_sync} replica(s); dtype policy {policy}.")
+
+    encoded = model_lib.encode_corpus(preprocessor, train)
+    log(f"Training pairs: {encoded['kept']} kept, {encoded['dropped']} "
+        f"dropped (longer than --max_length={args.max_length} tokens, or "
+        f"an empty side: {encoded['empty']}).")
+    if encoded["kept"] < args.batch_size:
+        raise ValueError(
+            f"Argument `--batch_size`={args.batch_size} exceeds the "
+            f"{encoded['kept']} usable training pairs.")
+    static = args.jit_compile or args.strategy == "tpu"
+    train_ds = model_lib.make_dataset(
+        encoded, args.batch_size, shuffle=True, seed=args.seed,
+        drop_remainder=True, static_shapes=static)
+    valid_ds = None
+    if "valid" in corpus:
+        valid_encoded = model_lib.encode_corpus(preprocessor, corpus["valid"])
+        if valid_encoded["kept"]:
+            valid_ds = model_lib.make_dataset(
+                valid_encoded, args.batch_size, static_shapes=static)
+    steps_per_epoch = encoded["kept"] // args.batch_size
+    total_steps = steps_per_epoch * args.epochs
+    warmup_steps = args.warmup_steps or max(
+        1, int(total_steps * args.warmup_fraction))
+
+    with strategy.scope():
+        model = model_lib.SynthesizerTranslator(
+            src_vocab_size=len(src_vocab), tgt_vocab_size=len(tgt_vocab),
+            max_length=args.max_length, synthesizer=args.synthesizer,
+            cross_attention_synthesizer=args.cross_attention_synthesizer,
+            hidden_dim=args.hidden_dim, num_layers=args.num_layers,
+            num_heads=args.num_heads, intermediate_dim=args.intermediate_dim,
+            dropout=args.dropout, share_embeddings=args.vocab == "shared",
+            normalize_first=args.normalize_first,
+            factorized_rank=args.factorized_rank)
+        model.build_for()
+        model_lib.compile_model(
+            model, args.learning_rate, warmup_steps,
+            label_smoothing=args.label_smoothing,
+            weight_decay=args.weight_decay, jit_compile=args.jit_compile)
+        initial_epoch = run_dir.restore(model)
+    parameters = common.count_params(model)
+    log(f"Model: {args.num_layers}+{args.num_layers} blocks, self-attention "
+        f"{args.synthesizer!r}, cross-attention "
+        f"{args.cross_attention_synthesizer!r}, width {args.hidden_dim}, "
+        f"{args.num_heads} heads, max_length {args.max_length}, vocabulary "
+        f"{len(src_vocab)}/{len(tgt_vocab)} ({args.vocab}): "
+        f"{parameters:,} trainable parameters.")
+    if initial_epoch:
+        log(f"Resuming after epoch {initial_epoch} from "
+            f"{run_dir.checkpoint_path(initial_epoch)}.")
+
+    timer = common.make_steps_timer()
+    callbacks = [timer] + run_dir.callbacks(tensorboard=args.tensorboard)
+    budget = None
+    if args.time_budget_minutes:
+        budget = _time_budget_callback(args.time_budget_minutes)
+        callbacks.append(budget)
+    train_start = time.time()
+    if initial_epoch < args.epochs:
+        model.fit(train_ds, epochs=args.epochs, initial_epoch=initial_epoch,
+                  steps_per_epoch=steps_per_epoch, validation_data=valid_ds,
+                  callbacks=callbacks, verbose=args.verbose, shuffle=False)
+    train_time = time.time() - train_start
+    history = run_dir.history()
+    steps_per_second = (timer.steps_per_second if timer.steps else (
+        history[-1].get("steps_per_second") if history else None))
+    tokens_per_pair = (encoded["src_tokens"] + encoded["tgt_tokens"]) / max(
+        1, encoded["kept"])
+    tokens_per_second = (steps_per_second * args.batch_size * tokens_per_pair
+                         if steps_per_second else None)
+    if tokens_per_second:
+        log(f"Training speed: {steps_per_second:.2f} steps/s, about "
+            f"{tokens_per_second:,.0f} tokens/s (source + target, padding "
+            "excluded).")
+
+    translator = decoding.Translator(
+        model, preprocessor, beam_size=args.beam_size,
+        length_penalty=args.length_penalty)
+    scores, decode_stats, hypothesis_files = {}, {}, {}
+    for split in ("valid", "test"):
+        if split not in corpus:
+            continue
+        pairs = corpus[split]
+        hypotheses, stats = translator.translate(
+            pairs.src, batch_size=args.decode_batch_size, log=log)
+        scores[split] = score(hypotheses, pairs.tgt)
+        decode_stats[split] = stats
+        log(f"{split}: BLEU {scores[split]['bleu']:.2f}, chrF "
+            f"{scores[split]['chrf']:.2f} ({len(pairs)} sentences, "
+            f"{'greedy' if args.beam_size == 1 else f'beam {args.beam_size}'}"
+            f", {stats['sentences_per_second']:.1f} sentences/s).")
+        if run_dir.is_chief:
+            path = run_dir.path(f"hypotheses.{split}.{args.tgt}")
+            with open(path, "w", encoding="utf-8") as f:
+                for line in hypotheses:
+                    f.write(line + "\n")
+            hypothesis_files[split] = path
+    if hypothesis_files:
+        log("Hypotheses: " + ", ".join(hypothesis_files.values()))
+
+    export_path = None
+    if args.export and run_dir.is_chief:
+        export_path = export_lib.export_saved_model(run_dir.path("export"),
+                                                    translator)
+        log(f"Exported a SavedModel (signature 'translate', strings in and "
+            f"out) to {export_path}")
+
+    results = {
+        "src": args.src,
+        "tgt": args.tgt,
+        "dataset": args.dataset,
+        "synthesizer": args.synthesizer,
+        "cross_attention_synthesizer": args.cross_attention_synthesizer,
+        "scores": scores,
+        "bleu": {split: s["bleu"] for split, s in scores.items()},
+        "chrf": {split: s["chrf"] for split, s in scores.items()},
+        "decoding": decode_stats,
+        "parameters": parameters,
+        "parameters_total": int(model.count_params()),
+        "vocabulary_size": {"src": len(src_vocab), "tgt": len(tgt_vocab)},
+        "train_pairs": encoded["kept"],
+        "train_pairs_dropped": encoded["dropped"],
+        "steps_per_second": steps_per_second,
+        "tokens_per_second": tokens_per_second,
+        "tokens_per_second_note": "steps/s x batch_size x mean (source + "
+        "target) tokens of the kept training pairs, padding excluded",
+        "train_steps": steps_per_epoch * args.epochs,
+        "warmup_steps": warmup_steps,
+        "epochs": args.epochs,
+        "stopped_by_time_budget": bool(budget and budget.stopped),
+        "resumed_from_epoch": initial_epoch,
+        "train_time_s": train_time,
+        "wall_time_s": time.time() - wall_start,
+        "num_replicas": strategy.num_replicas_in_sync,
+        "history": history,
+        "hypotheses": hypothesis_files,
+        "export": export_path,
+        "args": config,
+        "environment": common.environment(),
+    }
+    if run_dir.is_chief:
+        path = run_dir.write_results(results)
+        log(f"Results: {path}")
+    return results
+
+
+def main(argv=None):
+    return common.run_main(build_parser(), run, PROG, argv)
