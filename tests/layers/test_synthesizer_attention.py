@@ -1,7 +1,5 @@
 """Tests of `SynthesizerAttention`: values, masks, properties, errors, round trips."""
 
-import os
-
 import keras
 import numpy as np
 import pytest
@@ -26,6 +24,12 @@ ALL = VARIANTS + MIXTURES
 BATCH_INDEPENDENT = ["random", "fixed_random", "factorized_random"]
 
 B, T, S, D, H, K, L = 2, 5, 7, 12, 3, 4, 8
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    """Initial weights are random: seed them so every run is the same."""
+    keras.utils.set_random_seed(1234)
 
 
 def make_layer(synthesizer, **kwargs):
@@ -367,25 +371,31 @@ def test_output_shape_and_value_dim():
 def test_mixed_precision(policy, synthesizer):
     layer = make_layer(synthesizer, dtype=policy)
     q, v = inputs()
-    q16, v16 = (x * 30.0 for x in (q, v))  # ordinary but not tiny values
-    out, scores = layer(q16, v16, return_attention_scores=True)
+    layer(q, v)
+    randomize(layer, seed=4)
     compute = "float16" if policy == "mixed_float16" else "bfloat16"
+    # Large but ordinary inputs: logits and softmax in float32, no overflow.
+    out, scores = layer(q * 30.0, v * 30.0, return_attention_scores=True)
     assert keras.backend.standardize_dtype(out.dtype) == compute
-    out = ops.convert_to_numpy(ops.cast(out, "float32"))
-    assert np.all(np.isfinite(out))
+    assert keras.backend.standardize_dtype(scores.dtype) == compute
+    for x in (out, scores):
+        assert np.all(np.isfinite(ops.convert_to_numpy(ops.cast(x, "float32"))))
     for synthesizer_layer in layer.synthesizers:
         for w in synthesizer_layer.weights:
             if "hidden" in w.path or "vanilla" in w.path:
-                continue
+                continue  # EinsumDense projections follow the policy.
             assert keras.backend.standardize_dtype(w.dtype) == "float32"
     # The result agrees with a float32 layer holding the same weights.
     reference = make_layer(synthesizer)
-    reference(q16, v16)
+    reference(q, v)
     for w32, w16 in zip(reference.weights, layer.weights):
         w32.assign(ops.cast(w16.value, "float32"))
-    expected = ops.convert_to_numpy(reference(q16, v16))
-    tolerance = 0.05 if compute == "float16" else 0.2
-    np.testing.assert_allclose(out, expected, atol=tolerance * np.abs(expected).max())
+    expected = ops.convert_to_numpy(reference(q, v))
+    out = ops.convert_to_numpy(ops.cast(layer(q, v), "float32"))
+    tolerance = 0.02 if compute == "float16" else 0.1
+    np.testing.assert_allclose(
+        out, expected, atol=tolerance * np.abs(expected).max()
+    )
 
 
 # ------------------------------------------------------------------ errors
