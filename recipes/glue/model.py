@@ -59,7 +59,9 @@ class GluePreprocessor:
         return {
             "token_ids": token_ids,
             "segment_ids": tf.cast(segment_ids, "int32"),
-            "padding_mask": tf.not_equal(token_ids, 0),
+            # int32, not bool: Keras' distributed symbolic build averages
+            # a batch over replicas, which bool tensors can't.
+            "padding_mask": tf.cast(tf.not_equal(token_ids, 0), "int32"),
         }
 
     def tokens(self, token_ids):
@@ -137,6 +139,9 @@ def build_model(
     `SynthesizerEncoder` blocks, pooling (`"mean"` over non-padding tokens
     or the `"cls"` token), dropout and a dense head (float32 logits).
 
+    Inputs are int32: token ids, segment ids and a padding mask (1 for
+    tokens, 0 for padding).
+
     Returns:
         `(model, probe)`: `model` maps `{"token_ids", "segment_ids",
         "padding_mask"}` to logits `(B, num_classes)`; `probe`, a function
@@ -153,7 +158,7 @@ def build_model(
                             name="token_ids")
     segment_ids = keras.Input((sequence_length,), dtype="int32",
                               name="segment_ids")
-    padding_mask = keras.Input((sequence_length,), dtype="bool",
+    padding_mask = keras.Input((sequence_length,), dtype="int32",
                                name="padding_mask")
     inputs = {"token_ids": token_ids, "segment_ids": segment_ids,
               "padding_mask": padding_mask}

@@ -45,7 +45,7 @@ def test_preprocessor_packs_one_and_two_segments():
         ids("a"), ids("dog"), ids("##s"), ids("[SEP]"), 0]]
     assert out["segment_ids"].numpy().tolist() == [
         [0, 0, 0, 0, 0, 1, 1, 1, 1, 0]]
-    assert out["padding_mask"].numpy().tolist() == [[True] * 9 + [False]]
+    assert out["padding_mask"].numpy().tolist() == [[1] * 9 + [0]]
     pre = model_lib.GluePreprocessor(VOCAB, 1, sequence_length=5)
     out = pre((tf.constant(["the cat sat on the mat"]),))
     assert out["token_ids"].numpy().tolist() == [[
@@ -74,7 +74,7 @@ def test_build_model(synthesizer, task_name):
     scores = probe(inputs)
     assert len(scores) == 2 and scores[0].shape == (2, 2, 12, 12)
     # Padded keys get no attention; rows sum to one.
-    mask = inputs["padding_mask"].numpy()
+    mask = inputs["padding_mask"].numpy().astype(bool)
     np.testing.assert_allclose(scores[0].sum(-1)[:, :, 0], 1.0, rtol=1e-5)
     assert np.all(scores[0][~mask[:, None, None, :].repeat(12, 2).repeat(
         2, 1)] == 0)
