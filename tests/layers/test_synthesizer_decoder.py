@@ -208,6 +208,8 @@ def test_vanilla_equals_keras_nlp_decoder(cross, normalize_first):
 
 def _hand_assembled(block, x, enc=None, dec_padding=None, enc_padding=None):
     """The block from standalone SynthesizerAttention and Keras layers."""
+    x = ops.convert_to_tensor(x)
+    enc = None if enc is None else ops.convert_to_tensor(enc)
 
     def clone(original, *shapes):
         layer = original.__class__.from_config(original.get_config())

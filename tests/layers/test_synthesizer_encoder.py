@@ -178,6 +178,7 @@ def test_vanilla_equals_keras_nlp_encoder(normalize_first):
 
 def _hand_assembled(block, x, value_mask=None, attention_mask=None):
     """The block from a standalone SynthesizerAttention and Keras layers."""
+    x = ops.convert_to_tensor(x)
     attention = _clone(block.self_attention)
     attention.build(x.shape, x.shape)
     attention.set_weights(block.self_attention.get_weights())
