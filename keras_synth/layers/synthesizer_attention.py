@@ -22,6 +22,15 @@ except ImportError:  # pragma: no cover - older or newer Keras layouts
             pass
 
 
+# The lowest finite value of each float dtype, for masked logits.
+_LOWEST = {
+    "float16": -65504.0,
+    "bfloat16": -3.3895313892515355e38,
+    "float32": -3.4028234663852886e38,
+    "float64": -1.7976931348623157e308,
+}
+
+
 def parse_synthesizer(synthesizer):
     """Returns the canonical tuple of variant names of `synthesizer`.
 
@@ -396,7 +405,7 @@ class SynthesizerAttention(keras.layers.Layer):
         kw = self._sublayer_kwargs()
         kw["kernel_initializer"] = synth_lib._clone(kw["kernel_initializer"])
         kw["bias_initializer"] = synth_lib._clone(kw["bias_initializer"])
-        return keras.layers.EinsumDense(
+        return synth_lib.EinsumDense(
             equation,
             output_shape=output_shape,
             bias_axes=bias_axes if self._use_bias else None,
@@ -586,8 +595,13 @@ class SynthesizerAttention(keras.layers.Layer):
             mask = attention_mask[0]  # (T, S): logits stay H x T x S.
         else:
             mask = ops.expand_dims(attention_mask, 1)  # (B, 1, T, S)
-        large_negative = ops.cast(-1e9, logits.dtype)
-        probs = ops.softmax(ops.where(mask, logits, large_negative), axis=-1)
+        # The lowest finite value, not -1e9: logits below -1e9 (large inputs
+        # to a dot-product part) would otherwise hand masked keys the weight.
+        lowest = ops.convert_to_tensor(
+            _LOWEST[keras.backend.standardize_dtype(logits.dtype)],
+            dtype=logits.dtype,
+        )
+        probs = ops.softmax(ops.where(mask, logits, lowest), axis=-1)
         return probs * ops.cast(mask, probs.dtype)
 
     def _compute_attention(

@@ -23,9 +23,30 @@ VARIANTS = (
 )
 
 
+class EinsumDense(keras.layers.EinsumDense):
+    """`keras.layers.EinsumDense` whose bias broadcasts like NumPy everywhere.
+
+    On TensorFlow, `keras.ops.add(x, bias)` (used by Keras' `EinsumDense`)
+    turns into `tf.nn.bias_add` whenever the bias squeezes to one dimension
+    that matches `x.shape[1]` or `x.shape[-1]`; for a per-head bias of shape
+    `(H, 1)` (`key_dim` or `value_dim` 1) and a sequence of length `H` it
+    adds the bias along the sequence axis instead of the head axis. The plain
+    `+` of backend tensors broadcasts correctly on every backend.
+    """
+
+    def call(self, inputs, training=None):
+        if self.bias is None:
+            return super().call(inputs, training=training)
+        x = ops.einsum(self.equation, inputs, self.kernel)
+        x = x + ops.convert_to_tensor(self.bias.value, dtype=x.dtype)
+        if self.activation is not None:
+            x = self.activation(x)
+        return x
+
+
 def _query_projection(num_heads, key_dim, use_bias, name, activation, kw):
     """An `EinsumDense` from `(B, T, d)` to `(B, T, H, k)`, named like MHA's."""
-    return keras.layers.EinsumDense(
+    return EinsumDense(
         "btd,dnk->btnk",
         output_shape=(None, num_heads, key_dim),
         bias_axes="nk" if use_bias else None,

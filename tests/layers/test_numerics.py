@@ -1,0 +1,402 @@
+"""Numerics of `SynthesizerAttention` under stress.
+
+- Gradients of every variant (and mixtures) agree with central finite
+  differences in float64, for weights and inputs, through padding masks and
+  a fully masked query row.
+- Extreme values: random logits of magnitude up to 1e4 (initialised, and
+  reached by training), large inputs, masked rows: outputs, attention scores
+  and gradients stay finite in float32 and under mixed precision, and match
+  the float64 NumPy reference.
+- Mixed precision and pure float16/bfloat16: output dtypes, float32 logit
+  weights, agreement with the reference within a dtype tolerance.
+- Determinism: two short `fit` runs with the same seed give identical
+  weights.
+"""
+
+import contextlib
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from keras_synth.layers import SynthesizerAttention
+from keras_synth.layers import synthesizers as synth_lib
+from tests.backend_utils import gradients
+from tests.layers.numpy_reference import combined_mask
+from tests.layers.numpy_reference import layer_weights
+from tests.layers.numpy_reference import reference_attention
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:You are using a softmax over axis")
+
+BACKEND = keras.backend.backend()
+VARIANTS = list(synth_lib.VARIANTS)
+MIXTURES = ["random+vanilla", "dense+vanilla", "random+dense",
+            "factorized_random+factorized_dense+fixed_random"]
+ALL = VARIANTS + MIXTURES
+WITH_RANDOM = ["random", "fixed_random", "factorized_random",
+               "random+vanilla", "random+dense"]
+MIXED_POLICIES = ["mixed_float16", "mixed_bfloat16"]
+TOLERANCE = {"float64": 1e-10, "float32": 1e-4, "float16": 2e-2,
+             "bfloat16": 1e-1}
+
+# Tiny shapes: batch, query length, key length, width, heads, max_length.
+B, T, S, D, H, L = 2, 3, 4, 3, 2, 4
+
+
+@contextlib.contextmanager
+def float64_enabled():
+    """JAX truncates float64 to float32 unless x64 is enabled."""
+    if BACKEND == "jax":
+        import jax
+
+        with jax.enable_x64(True):
+            yield
+    else:
+        yield
+
+
+def _weight_name(weight):
+    return weight.path.split("/")[-1]
+
+
+def make_layer(synthesizer, dtype="float32", seed=0, build=True, **kwargs):
+    """A tiny layer with NumPy-drawn weights (biases and mixture included)."""
+    layer = SynthesizerAttention(
+        num_heads=H, key_dim=2, value_dim=3, synthesizer=synthesizer,
+        max_length=L, factorized_rank=2, dtype=dtype,
+        kernel_initializer="zeros", random_initializer="zeros", **kwargs)
+    if build:
+        layer.build((B, T, D), (B, S, D))
+        rng = np.random.default_rng(seed)
+        for weight in layer.weights:
+            weight.assign(rng.standard_normal(tuple(weight.shape)).astype(
+                "float32") * 0.7)
+    return layer
+
+
+def make_inputs(dtype="float32", seed=1, scale=1.0):
+    rng = np.random.default_rng(seed)
+    query = (scale * rng.standard_normal((B, T, D))).astype(dtype)
+    value = (scale * rng.standard_normal((B, S, D))).astype(dtype)
+    return query, value
+
+
+# Example 0: the last key is padding. Example 1: the second query row is
+# padding, so that row is fully masked.
+VALUE_MASK = np.array([[True, True, True, False], [True] * S])
+QUERY_MASK = np.array([[True] * T, [True, False, True]])
+
+
+def _numpy(x):
+    return ops.convert_to_numpy(ops.cast(x, "float32")).astype("float64")
+
+
+def _sample_indices(shape, rng, limit=4):
+    size = int(np.prod(shape))
+    flat = np.arange(size) if size <= limit else rng.choice(
+        size, limit, replace=False)
+    return [np.unravel_index(i, shape) for i in flat]
+
+
+def _loss_evaluator(loss_fn, variables):
+    """`evaluate(i, value)`: the loss with variable `i` set to `value`."""
+    if BACKEND == "jax":
+        import jax
+
+        @jax.jit
+        def stateless_loss(values):
+            with keras.StatelessScope(
+                state_mapping=list(zip(variables, values))
+            ):
+                return loss_fn()
+
+        base = [v.value for v in variables]
+
+        def evaluate(i, value):
+            values = list(base)
+            values[i] = jax.numpy.asarray(value)
+            return float(stateless_loss(values))
+
+        return evaluate
+
+    def evaluate(i, value):
+        old = ops.convert_to_numpy(variables[i].value)
+        variables[i].assign(value)
+        try:
+            return float(ops.convert_to_numpy(loss_fn()))
+        finally:
+            variables[i].assign(old)
+
+    return evaluate
+
+
+@pytest.mark.parametrize("synthesizer", ALL)
+def test_gradients_match_finite_differences_float64(synthesizer):
+    with float64_enabled():
+        layer = make_layer(synthesizer, dtype="float64")
+        query, value = make_inputs("float64")
+        query_var = keras.Variable(query, dtype="float64", name="query")
+        value_var = keras.Variable(value, dtype="float64", name="value")
+        rng = np.random.default_rng(2)
+        target = keras.ops.convert_to_tensor(
+            rng.standard_normal((B, T, D)), dtype="float64")
+
+        def loss_fn():
+            output = layer(query_var.value, value_var.value,
+                           query_mask=QUERY_MASK, value_mask=VALUE_MASK,
+                           use_causal_mask=True)
+            return ops.sum(output * target)
+
+        variables = list(layer.weights) + [query_var, value_var]
+        assert all(
+            keras.backend.standardize_dtype(v.dtype) == "float64"
+            for v in variables
+        )
+        analytic = gradients(loss_fn, variables)
+        evaluate = _loss_evaluator(loss_fn, variables)
+        eps = 1e-6
+        checked = 0
+        for i, variable in enumerate(variables):
+            base = ops.convert_to_numpy(variable.value).astype("float64")
+            for index in _sample_indices(base.shape, rng):
+                plus, minus = base.copy(), base.copy()
+                plus[index] += eps
+                minus[index] -= eps
+                numeric = (evaluate(i, plus) - evaluate(i, minus)) / (2 * eps)
+                np.testing.assert_allclose(
+                    analytic[i][index], numeric, rtol=1e-5, atol=1e-7,
+                    err_msg=f"d loss / d {variable.path}{list(index)}",
+                )
+                checked += 1
+        assert checked > 20, checked
+        # The padded key and the padded query row get no gradient through
+        # the attention: the value at the padded key does not matter.
+        value_grad = analytic[-1]
+        np.testing.assert_array_equal(value_grad[0, 3], 0.0)
+
+
+def _set_random_logits(layer, magnitude, seed=0):
+    """Random logits (and factors) of magnitude `magnitude` (|R| up to it)."""
+    rng = np.random.default_rng(seed)
+    for weight in layer.weights:
+        name = _weight_name(weight)
+        shape = tuple(weight.shape)
+        if name == "logits":
+            values = magnitude * rng.uniform(-1.0, 1.0, shape)
+            values.flat[0] = magnitude  # the extreme itself
+            weight.assign(values.astype("float32"))
+        elif name in ("left", "right"):
+            # (R1 R2^T) entries up to `magnitude`: rank 2, factors sqrt(M/2).
+            factor = np.sqrt(magnitude / 2.0)
+            weight.assign((factor * rng.uniform(-1.0, 1.0, shape)).astype(
+                "float32"))
+
+
+def _check_finite_and_reference(layer, query, value, compute_dtype,
+                                **kwargs):
+    output, scores = layer(query, value, return_attention_scores=True,
+                           **kwargs)
+    assert keras.backend.standardize_dtype(output.dtype) == compute_dtype
+    output, scores = _numpy(output), _numpy(scores)
+    assert np.all(np.isfinite(output)), "non-finite output"
+    assert np.all(np.isfinite(scores)), "non-finite attention scores"
+    expected, expected_probs = reference_attention(layer, query, value,
+                                                   **kwargs)
+    tol = TOLERANCE[compute_dtype]
+    scale = max(1.0, float(np.abs(expected).max()))
+    np.testing.assert_allclose(output, expected, rtol=tol, atol=tol * scale)
+    np.testing.assert_allclose(scores, expected_probs, rtol=tol, atol=tol)
+    mask = combined_mask(query.shape[0], query.shape[1], value.shape[1],
+                         **{k: v for k, v in kwargs.items()
+                            if k != "query_start_index"})
+    if mask is not None:
+        assert np.all(np.broadcast_to(mask[:, None], scores.shape)
+                      | (scores == 0.0))
+
+
+def _check_finite_gradients(layer, query, value, **kwargs):
+    variables = list(layer.trainable_weights)
+
+    # A mean keeps the upstream gradient small: what is checked is that the
+    # layer itself (saturated softmax, masks) creates no inf/NaN, not that
+    # float16 can hold an arbitrary loss (loss scaling's job).
+    def loss_fn():
+        output = layer(query, value, **kwargs)
+        return ops.mean(ops.cast(output, "float32"))
+
+    for variable, grad in zip(variables, gradients(loss_fn, variables)):
+        assert np.all(np.isfinite(grad)), f"non-finite gradient of {variable.path}"
+
+
+@pytest.mark.parametrize("policy", ["float32"] + MIXED_POLICIES)
+@pytest.mark.parametrize("synthesizer", WITH_RANDOM)
+@pytest.mark.parametrize("magnitude", [1e2, 1e4])
+def test_large_random_logits_stay_finite(synthesizer, policy, magnitude):
+    layer = make_layer(synthesizer, dtype=policy)
+    _set_random_logits(layer, magnitude)
+    weights = layer_weights(layer)
+    synthetic = [np.abs(w).max() for n, w in weights.items()
+                 if n.endswith("/logits")]
+    if "factorized_random/left" in weights:
+        synthetic.append(np.abs(np.einsum(
+            "ntr,nsr->nts", weights["factorized_random/left"],
+            weights["factorized_random/right"])).max())
+    assert max(synthetic) >= magnitude / 4
+    query, value = make_inputs()
+    compute_dtype = keras.DTypePolicy(policy).compute_dtype
+    kwargs = dict(query_mask=QUERY_MASK, value_mask=VALUE_MASK,
+                  use_causal_mask=True)
+    _check_finite_and_reference(layer, query, value, compute_dtype, **kwargs)
+    _check_finite_gradients(layer, query, value, **kwargs)
+
+
+# Largest input magnitude per compute dtype: float16 overflows past 65504 in
+# any projection (the value and output projections run in the compute
+# dtype), so float16 inputs stay at 1e2; float32 and bfloat16 share float32's
+# range.
+INPUT_SCALE = {"float32": 1e4, "bfloat16": 1e4, "float16": 1e2}
+
+
+@pytest.mark.parametrize("policy", ["float32"] + MIXED_POLICIES)
+@pytest.mark.parametrize("synthesizer", ALL)
+def test_large_inputs_stay_finite(synthesizer, policy):
+    compute_dtype = keras.DTypePolicy(policy).compute_dtype
+    layer = make_layer(synthesizer, dtype=policy)
+    query, value = make_inputs(scale=INPUT_SCALE[compute_dtype])
+    kwargs = dict(query_mask=QUERY_MASK, value_mask=VALUE_MASK)
+    _check_finite_and_reference(layer, query, value, compute_dtype, **kwargs)
+    _check_finite_gradients(layer, query, value, **kwargs)
+
+
+def test_huge_dot_product_logits_keep_masked_keys_at_zero():
+    # Dot-product logits far below -1e9 for every key: a mask implemented by
+    # *replacing* masked logits with -1e9 would give the masked keys all the
+    # weight. Masked keys must keep zero weight and rows must sum to one.
+    layer = make_layer("vanilla")
+    for weight in layer.weights:
+        name = weight.path
+        if name.endswith("query/kernel"):
+            weight.assign(np.full(tuple(weight.shape), 1.0, "float32"))
+        elif name.endswith("key/kernel"):
+            weight.assign(np.full(tuple(weight.shape), -1.0, "float32"))
+        elif name.endswith("bias"):
+            weight.assign(np.zeros(tuple(weight.shape), "float32"))
+    query = np.full((B, T, D), 1e4, "float32")
+    value = np.full((B, S, D), 1e4, "float32")
+    value[:, :, 0] += np.arange(S) * 10.0  # distinct logits per key
+    _, scores = layer(query, value, value_mask=VALUE_MASK,
+                      return_attention_scores=True)
+    scores = _numpy(scores)
+    assert np.all(scores[0, :, :, 3] == 0.0)
+    np.testing.assert_allclose(scores.sum(-1), 1.0, atol=1e-5)
+    _check_finite_and_reference(layer, query, value, "float32",
+                                value_mask=VALUE_MASK)
+
+
+@pytest.mark.parametrize("policy", ["float32"] + MIXED_POLICIES)
+def test_training_to_large_random_logits_stays_finite(policy):
+    keras.utils.set_random_seed(0)
+    layer = SynthesizerAttention(num_heads=2, key_dim=4, synthesizer="random",
+                                 max_length=L, dtype=policy)
+    inputs = keras.Input((L, D))
+    outputs = keras.layers.Dense(1, dtype=policy)(
+        keras.layers.Flatten(dtype=policy)(layer(inputs, inputs)))
+    model = keras.Model(inputs, outputs)
+    # Only the random logits train, with steps of norm 1e4 (SGD with a huge
+    # learning rate and clipped gradients): after a few steps |R| ~ 1e4, the
+    # softmax saturates, and nothing may turn inf/NaN.
+    for sublayer in (layer.value_dense, layer.output_dense,
+                     model.layers[-1]):
+        sublayer.trainable = False
+    assert [w.path.split("/")[-1] for w in model.trainable_weights] == [
+        "logits"]
+    model.compile(
+        optimizer=keras.optimizers.SGD(learning_rate=1e4, global_clipnorm=1.0),
+        loss="mse")
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((16, L, D)).astype("float32")
+    y = 10.0 * rng.standard_normal((16, 1)).astype("float32")
+    history = model.fit(x, y, batch_size=8, epochs=4, verbose=0)
+    assert np.all(np.isfinite(history.history["loss"]))
+    logits = layer_weights(layer)["random/logits"]
+    assert np.all(np.isfinite(logits))
+    assert np.abs(logits).max() >= 1e3, np.abs(logits).max()
+    compute_dtype = keras.DTypePolicy(policy).compute_dtype
+    kwargs = dict(value_mask=VALUE_MASK[:, :L], use_causal_mask=True)
+    _check_finite_and_reference(layer, x[:2], x[:2], compute_dtype, **kwargs)
+    _check_finite_gradients(layer, x[:2], x[:2], **kwargs)
+
+
+# --------------------------------------------------------- mixed precision
+
+
+@pytest.mark.parametrize(
+    "policy", MIXED_POLICIES + ["float16", "bfloat16"])
+@pytest.mark.parametrize("synthesizer", ALL)
+def test_low_precision_policies(synthesizer, policy):
+    compute_dtype = keras.DTypePolicy(policy).compute_dtype
+    layer = make_layer(synthesizer, dtype=policy)
+    for weight in layer.weights:
+        name = weight.path
+        logit_path = (
+            name.endswith(("/logits", "/left", "/right", "mixture_logits",
+                           "dense/kernel", "dense/bias"))
+            or "/kernel_" in name or "/bias_" in name
+        )
+        if logit_path:
+            assert keras.backend.standardize_dtype(weight.dtype) == "float32", name
+    query, value = make_inputs(dtype="float32")
+    kwargs = dict(query_mask=QUERY_MASK, value_mask=VALUE_MASK,
+                  use_causal_mask=True)
+    _check_finite_and_reference(layer, query, value, compute_dtype, **kwargs)
+    _, scores = layer(query, value, return_attention_scores=True, **kwargs)
+    assert keras.backend.standardize_dtype(scores.dtype) == compute_dtype
+    _check_finite_gradients(layer, query, value, **kwargs)
+
+
+@pytest.mark.parametrize("synthesizer", ALL)
+def test_float16_inputs_to_a_float32_layer(synthesizer):
+    layer = make_layer(synthesizer)
+    query, value = make_inputs(dtype="float16")
+    output = layer(query, value, value_mask=VALUE_MASK)
+    assert keras.backend.standardize_dtype(output.dtype) == "float32"
+    expected, _ = reference_attention(layer, query, value,
+                                      value_mask=VALUE_MASK)
+    np.testing.assert_allclose(_numpy(output), expected, rtol=1e-4,
+                               atol=1e-4)
+
+
+# ------------------------------------------------------------ determinism
+
+
+def _short_fit(synthesizer, seed):
+    keras.utils.set_random_seed(seed)
+    inputs = keras.Input((L, D))
+    hidden = SynthesizerAttention(
+        num_heads=2, key_dim=4, synthesizer=synthesizer, max_length=L,
+        dropout=0.2, seed=seed)(inputs, inputs)
+    outputs = keras.layers.Dense(1)(keras.layers.GlobalAveragePooling1D()(
+        hidden))
+    model = keras.Model(inputs, outputs)
+    model.compile(optimizer=keras.optimizers.Adam(1e-2), loss="mse")
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((32, L, D)).astype("float32")
+    y = rng.standard_normal((32, 1)).astype("float32")
+    history = model.fit(x, y, batch_size=8, epochs=2, shuffle=True,
+                        verbose=0)
+    return [ops.convert_to_numpy(w) for w in model.weights], history
+
+
+@pytest.mark.parametrize("synthesizer", ["dense", "random+vanilla",
+                                         "factorized_random"])
+def test_fit_is_deterministic_with_a_fixed_seed(synthesizer):
+    weights_a, history_a = _short_fit(synthesizer, seed=7)
+    weights_b, history_b = _short_fit(synthesizer, seed=7)
+    assert history_a.history["loss"] == history_b.history["loss"]
+    for a, b in zip(weights_a, weights_b):
+        np.testing.assert_array_equal(a, b)
+    # And the seed matters (the test is not vacuous).
+    weights_c, _ = _short_fit(synthesizer, seed=8)
+    assert any(not np.array_equal(a, c) for a, c in zip(weights_a, weights_c))

@@ -1,0 +1,327 @@
+"""Property-based tests of `SynthesizerAttention` (Hypothesis).
+
+Hypothesis draws the layer (variant or mixture, heads, key/value dims,
+`max_length`, ranks, biases, output shape, dtype policy) and the call (batch
+size, query and key lengths from 1 to `max_length`, self- or
+cross-attention, separate keys, padding masks, a custom `attention_mask`,
+causal masking with a query offset, rows fully masked) and checks:
+
+- outputs and attention probabilities are finite;
+- they equal the float64 NumPy reference (`numpy_reference.py`) within a
+  tolerance that depends on the compute dtype;
+- masked positions get exactly zero weight, fully masked rows are all zero,
+  other rows sum to one;
+- keys/values at masked key positions do not influence the output;
+- each example of a batch is computed independently of the others.
+
+The number of examples per test is set by `tests/conftest.py` (small by
+default; `KERAS_SYNTH_HYPOTHESIS_EXAMPLES=500` for a long search).
+"""
+
+import keras
+import numpy as np
+import pytest
+from hypothesis import given, note
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from keras_synth.layers import SynthesizerAttention
+from keras_synth.layers import synthesizers as synth_lib
+from tests.layers.numpy_reference import combined_mask
+from tests.layers.numpy_reference import reference_attention
+
+# Keras warns about a softmax over an axis of size 1 (one key): expected here.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:You are using a softmax over axis")
+
+VARIANTS = synth_lib.VARIANTS
+BACKEND = keras.backend.backend()
+
+# Policies and tolerances (relative to the size of the reference values).
+# Mixed policies keep logits and softmax in float32; the value path and the
+# output projection run in the compute dtype.
+POLICIES = ["float32", "mixed_float16", "mixed_bfloat16", "float16",
+            "bfloat16"]
+TOLERANCE = {"float32": 1e-4, "float16": 2e-2, "bfloat16": 1e-1}
+
+
+def _compute_dtype(policy):
+    return keras.DTypePolicy(policy).compute_dtype
+
+
+synthesizer_strategy = st.one_of(
+    st.sampled_from(VARIANTS),
+    st.lists(st.sampled_from(VARIANTS), min_size=2, max_size=3,
+             unique=True).map(tuple),
+)
+
+
+def _maybe_mask(draw, shape):
+    kind = draw(st.sampled_from(["none", "random", "all_true", "all_false"]))
+    if kind == "none":
+        return None
+    if kind == "all_true":
+        return np.ones(shape, dtype=bool)
+    if kind == "all_false":
+        return np.zeros(shape, dtype=bool)
+    return draw(hnp.arrays(np.bool_, shape))
+
+
+@st.composite
+def cases(draw, policies=tuple(POLICIES)):
+    """A layer configuration and the arguments of one call."""
+    synthesizer = draw(synthesizer_strategy)
+    max_length = draw(st.integers(1, 6))
+    config = dict(
+        num_heads=draw(st.integers(1, 3)),
+        key_dim=draw(st.integers(1, 4)),
+        value_dim=draw(st.one_of(st.none(), st.integers(1, 4))),
+        synthesizer=synthesizer,
+        max_length=max_length,
+        use_bias=draw(st.booleans()),
+        output_shape=draw(
+            st.one_of(st.none(), st.integers(1, 4),
+                      st.just((2, 3)))
+        ),
+        factorized_rank=draw(st.integers(1, 4)),
+        dtype=draw(st.sampled_from(policies)),
+    )
+    if draw(st.booleans()):
+        a = draw(st.integers(1, max_length))
+        b = draw(st.integers(-(-max_length // a), max_length + 1))
+        config["factorized_dense_sizes"] = (a, b)
+    batch = draw(st.integers(1, 3))
+    query_length = draw(st.integers(1, max_length))
+    self_attention = draw(st.booleans())
+    key_length = (query_length if self_attention
+                  else draw(st.integers(1, max_length)))
+    query_dim = draw(st.integers(1, 5))
+    value_dim_in = query_dim if self_attention else draw(st.integers(1, 5))
+    key_dim_in = draw(st.one_of(st.none(), st.integers(1, 5)))
+    call = dict(
+        batch=batch,
+        query_shape=(batch, query_length, query_dim),
+        value_shape=(batch, key_length, value_dim_in),
+        key_shape=(None if key_dim_in is None
+                   else (batch, key_length, key_dim_in)),
+        self_attention=self_attention,
+        query_mask=_maybe_mask(draw, (batch, query_length)),
+        value_mask=_maybe_mask(draw, (batch, key_length)),
+        key_mask=_maybe_mask(draw, (batch, key_length)),
+        attention_mask=_maybe_mask(draw, (batch, query_length, key_length)),
+        use_causal_mask=draw(st.booleans()),
+        query_start_index=draw(st.integers(0, max_length - query_length)),
+        seed=draw(st.integers(0, 2**31 - 1)),
+        scale=draw(st.sampled_from([0.1, 1.0, 3.0])),
+    )
+    return config, call
+
+
+# Weight scales by name (the last component of the weight's path).
+_WEIGHT_STDDEV = {"logits": 2.0, "left": 1.0, "right": 1.0,
+                  "mixture_logits": 1.0}
+
+
+def make_case(config, call):
+    """Builds the layer and the inputs of a drawn case.
+
+    Weights are drawn with NumPy (deterministic, and no per-shape
+    compilation of random ops on JAX), biases included, and mixture weights
+    are random so that components are not mixed equally.
+    """
+    rng = np.random.default_rng(call["seed"])
+    scale = call["scale"]
+    query = (scale * rng.standard_normal(call["query_shape"])).astype(
+        "float32")
+    if call["self_attention"]:
+        value = query
+    else:
+        value = (scale * rng.standard_normal(call["value_shape"])).astype(
+            "float32")
+    key = None
+    if call["key_shape"] is not None:
+        key = (scale * rng.standard_normal(call["key_shape"])).astype(
+            "float32")
+    layer = SynthesizerAttention(
+        **config, kernel_initializer="zeros", random_initializer="zeros")
+    layer.build(query.shape, value.shape,
+                None if key is None else key.shape)
+    for weight in layer.weights:
+        stddev = _WEIGHT_STDDEV.get(weight.path.split("/")[-1], 0.5)
+        weight.assign(
+            (stddev * rng.standard_normal(tuple(weight.shape))).astype(
+                "float32"))
+    return layer, query, value, key
+
+
+def run_layer(layer, *args, **kwargs):
+    """Calls the layer; on JAX, through `jax.jit` (a traced call is several
+    times faster than op-by-op eager execution for a fresh shape)."""
+    if BACKEND != "jax":
+        return layer(*args, **kwargs)
+    import jax
+
+    def forward(trainable, non_trainable, *arrays):
+        outputs, _ = layer.stateless_call(trainable, non_trainable, *arrays,
+                                          **kwargs)
+        return outputs
+
+    arrays = [a for a in args]
+    return jax.jit(forward)(
+        [v.value for v in layer.trainable_variables],
+        [v.value for v in layer.non_trainable_variables],
+        *arrays,
+    )
+
+
+MASK_ARGS = ("query_mask", "value_mask", "key_mask", "attention_mask",
+             "use_causal_mask", "query_start_index")
+
+
+def _call_kwargs(call):
+    return {name: call[name] for name in MASK_ARGS}
+
+
+def _numpy(x):
+    return keras.ops.convert_to_numpy(
+        keras.ops.cast(x, "float32")).astype("float64")
+
+
+def _describe(config, call):
+    note(f"config={config}")
+    note({k: v for k, v in call.items() if not k.endswith("mask")})
+    for name in ("query_mask", "value_mask", "key_mask", "attention_mask"):
+        if call[name] is not None:
+            note(f"{name}={call[name].astype(int).tolist()}")
+
+
+@given(cases())
+def test_matches_reference_and_masks(case):
+    config, call = case
+    _describe(config, call)
+    layer, query, value, key = make_case(config, call)
+    compute_dtype = _compute_dtype(config["dtype"])
+
+    output, scores = run_layer(layer, query, value, key,
+                               return_attention_scores=True,
+                               **_call_kwargs(call))
+    assert keras.backend.standardize_dtype(output.dtype) == compute_dtype
+    output, scores = _numpy(output), _numpy(scores)
+    expected, expected_probs = reference_attention(
+        layer, query, value, key=key, **_call_kwargs(call))
+
+    B, T, _ = call["query_shape"]
+    S = call["value_shape"][1]
+    assert output.shape == expected.shape
+    assert scores.shape == (B, config["num_heads"], T, S)
+    assert np.all(np.isfinite(output)), "non-finite output"
+    assert np.all(np.isfinite(scores)), "non-finite attention scores"
+
+    tol = TOLERANCE[compute_dtype]
+    out_scale = max(1.0, float(np.abs(expected).max()))
+    np.testing.assert_allclose(output, expected, rtol=tol,
+                               atol=tol * out_scale)
+    np.testing.assert_allclose(scores, expected_probs, rtol=tol, atol=tol)
+
+    mask = combined_mask(B, T, S, **{
+        name: call[name] for name in MASK_ARGS})
+    if mask is not None:
+        mask = np.broadcast_to(mask[:, None], scores.shape)
+        # Masked positions get exactly zero weight, synthetic logits too.
+        assert np.all(scores[~mask] == 0.0)
+        fully_masked = ~mask.any(axis=-1)
+        assert np.all(scores[fully_masked] == 0.0)
+        row_sums = scores.sum(axis=-1)
+        np.testing.assert_allclose(row_sums[~fully_masked], 1.0,
+                                   atol=max(tol, 1e-5) * S)
+    else:
+        np.testing.assert_allclose(scores.sum(axis=-1), 1.0,
+                                   atol=max(tol, 1e-5) * S)
+
+
+@given(cases(policies=("float32",)))
+def test_masked_keys_do_not_influence_output(case):
+    config, call = case
+    _describe(config, call)
+    layer, query, value, key = make_case(config, call)
+    masked_keys = np.zeros(call["value_shape"][:2], dtype=bool)
+    for name in ("value_mask", "key_mask"):
+        if call[name] is not None:
+            masked_keys |= ~call[name]
+    if call["self_attention"]:
+        # The query is the value: perturbing it would change the queries.
+        value = value.copy()
+        call = dict(call, self_attention=False)
+    output = _numpy(run_layer(layer, query, value, key, **_call_kwargs(call)))
+
+    rng = np.random.default_rng(call["seed"] + 1)
+    noise = 100.0 * rng.standard_normal(value.shape).astype("float32")
+    value2 = np.where(masked_keys[..., None], noise, value)
+    key2 = None
+    if key is not None:
+        noise = 100.0 * rng.standard_normal(key.shape).astype("float32")
+        key2 = np.where(masked_keys[..., None], noise, key)
+    output2 = _numpy(run_layer(layer, query, value2, key2,
+                                **_call_kwargs(call)))
+    np.testing.assert_allclose(output2, output, rtol=1e-5, atol=1e-5)
+
+
+@given(cases(policies=("float32",)))
+def test_examples_are_independent_of_the_batch(case):
+    config, call = case
+    _describe(config, call)
+    layer, query, value, key = make_case(config, call)
+    kwargs = _call_kwargs(call)
+    output = _numpy(run_layer(layer, query, value, key, **kwargs))
+    i = call["seed"] % call["batch"]
+    one = slice(i, i + 1)
+    single = {
+        name: (arg[one] if isinstance(arg, np.ndarray) else arg)
+        for name, arg in kwargs.items()
+    }
+    output_i = _numpy(run_layer(layer, query[one], value[one],
+                                None if key is None else key[one], **single))
+    np.testing.assert_allclose(output_i, output[one], rtol=1e-5, atol=1e-5)
+
+
+@given(
+    synthesizer=synthesizer_strategy.filter(lambda s: s != "vanilla"),
+    max_length=st.integers(1, 5),
+    extra=st.integers(1, 3),
+    query_side=st.booleans(),
+)
+def test_longer_than_max_length_is_a_clear_error(
+    synthesizer, max_length, extra, query_side
+):
+    layer = SynthesizerAttention(num_heads=2, key_dim=2,
+                                 synthesizer=synthesizer,
+                                 max_length=max_length,
+                                 kernel_initializer="zeros",
+                                 random_initializer="zeros")
+    long = max_length + extra
+    query = np.ones((1, long if query_side else 1, 3), "float32")
+    value = np.ones((1, 1 if query_side else long, 3), "float32")
+    with pytest.raises(ValueError, match=rf"max_length={max_length}") as err:
+        layer(query, value)
+    assert str(long) in str(err.value)
+
+
+@pytest.mark.parametrize("synthesizer", ["vanilla", "dense", "random",
+                                         "factorized_dense+vanilla"])
+def test_per_head_size_one_with_as_many_positions_as_heads(synthesizer):
+    # Regression (found by Hypothesis): on TensorFlow `keras.ops.add(x, bias)`
+    # becomes `tf.nn.bias_add` along axis 1 when the bias squeezes to one
+    # dimension equal to x.shape[1]: the (H, 1) bias of a projection with
+    # key_dim or value_dim 1 was added along the sequence axis when T == H.
+    config = dict(num_heads=2, key_dim=1, value_dim=1,
+                  synthesizer=synthesizer, max_length=2, use_bias=True,
+                  output_shape=None, factorized_rank=1, dtype="float32")
+    call = dict(batch=1, query_shape=(1, 2, 1), value_shape=(1, 2, 1),
+                key_shape=None, self_attention=False, query_mask=None,
+                value_mask=None, key_mask=None, attention_mask=None,
+                use_causal_mask=False, query_start_index=0, seed=0,
+                scale=1.0)
+    layer, query, value, key = make_case(config, call)
+    output = _numpy(layer(query, value))
+    expected, _ = reference_attention(layer, query, value)
+    np.testing.assert_allclose(output, expected, rtol=1e-5, atol=1e-5)
