@@ -87,30 +87,42 @@ def merge_masks(
     query_start=0,
     padding_arg="padding_mask",
     attention_arg="attention_mask",
+    padding_is_key_mask=True,
 ):
-    """Merges masks as keras-nlp's blocks do; returns `(mask, use_causal)`.
+    """Merges masks as keras-nlp's blocks do, in the attention layer's terms.
 
-    `padding_mask` (or, when it is `None`, the Keras mask of `inputs`) is a
-    key-side mask `(B, S)`, `attention_mask` a `(B, T, S)` mask, both
-    `True` where attention is allowed. With `causal`, query row `i` (at
-    position `query_start + i`) sees keys `0 .. query_start + i`.
+    `padding_mask` (or, when it is `None`, the Keras mask of `inputs`) masks
+    keys, `(B, 1, S)` after keras-nlp's broadcast; `attention_mask` is
+    `(B, T, S)`; both `True` where attention is allowed. With `causal`,
+    query row `i` (at position `query_start + i`) sees keys
+    `0 .. query_start + i`.
 
-    Returns a boolean `(B, T, S)` mask, or `(None, causal)` when nothing is
-    per-example: the attention layer then applies the causal mask itself and
-    batch-independent synthesizers keep `H x T x S` logits.
+    Returns the keyword arguments `attention_mask`, `value_mask` and
+    `use_causal_mask` for `SynthesizerAttention`. With
+    `padding_is_key_mask` (the padding mask has the keys' length) padding
+    and causal masks stay factored, so that batch-independent synthesizers
+    keep `H x T x S` logits where the layer can. Otherwise (a cached
+    decoding step, whose padding mask covers the new tokens only) the masks
+    are merged into one `(B, T, S)` mask by keras-nlp's broadcasting rules.
     """
     _check_rank(padding_arg, padding_mask, 2)
     _check_rank(attention_arg, attention_mask, 3)
     padding = padding_mask
     if padding is None:
         padding = _get_keras_mask(inputs)
-    masks = []
     if padding is not None:
-        masks.append(ops.expand_dims(ops.cast(padding, "bool"), 1))
+        padding = ops.cast(padding, "bool")
     if attention_mask is not None:
-        masks.append(ops.cast(attention_mask, "bool"))
-    if not masks:
-        return None, causal
+        attention_mask = ops.cast(attention_mask, "bool")
+    if padding_is_key_mask or padding is None:
+        return dict(
+            attention_mask=attention_mask,
+            value_mask=padding,
+            use_causal_mask=causal,
+        )
+    masks = [ops.expand_dims(padding, 1)]
+    if attention_mask is not None:
+        masks.append(attention_mask)
     if causal:
         rows = ops.arange(query_length, dtype="int32") + ops.cast(
             query_start, "int32"
@@ -129,7 +141,7 @@ def merge_masks(
         merged = ops.logical_and(merged, mask)
     batch_size = ops.shape(merged)[0]
     merged = ops.broadcast_to(merged, (batch_size, query_length, key_length))
-    return merged, False
+    return dict(attention_mask=merged, value_mask=None, use_causal_mask=False)
 
 
 def dense(units, activation, kernel_initializer, bias_initializer, dtype, name):

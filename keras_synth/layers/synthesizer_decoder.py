@@ -380,7 +380,7 @@ class SynthesizerDecoder(keras_nlp.layers.TransformerDecoder):
         key_length = (
             ops.shape(self_attention_cache)[2] if has_self_cache else query_length
         )
-        self_mask, causal = utils.merge_masks(
+        self_masks = utils.merge_masks(
             decoder_sequence,
             decoder_padding_mask,
             decoder_attention_mask,
@@ -390,6 +390,8 @@ class SynthesizerDecoder(keras_nlp.layers.TransformerDecoder):
             query_start=query_start,
             padding_arg="decoder_padding_mask",
             attention_arg="decoder_attention_mask",
+            # With a cache, the padding mask covers the new tokens only.
+            padding_is_key_mask=not has_self_cache,
         )
 
         x = decoder_sequence
@@ -400,12 +402,11 @@ class SynthesizerDecoder(keras_nlp.layers.TransformerDecoder):
             outputs = self._self_attention_layer(
                 query=x,
                 value=x,
-                attention_mask=self_mask,
-                use_causal_mask=causal,
                 cache=self_attention_cache,
                 cache_update_index=self_attention_cache_update_index,
                 query_start_index=query_start,
                 training=training,
+                **self_masks,
             )
         if has_self_cache:
             x, self_attention_cache = outputs
@@ -422,7 +423,7 @@ class SynthesizerDecoder(keras_nlp.layers.TransformerDecoder):
                 if cross_attention_cache is not None
                 else ops.shape(encoder_sequence)[1]
             )
-            cross_mask, _ = utils.merge_masks(
+            cross_masks = utils.merge_masks(
                 encoder_sequence,
                 encoder_padding_mask,
                 encoder_attention_mask,
@@ -438,13 +439,13 @@ class SynthesizerDecoder(keras_nlp.layers.TransformerDecoder):
                 outputs = self._cross_attention_layer(
                     query=x,
                     value=encoder_sequence,
-                    attention_mask=cross_mask,
                     cache=cross_attention_cache,
                     cache_update_index=cross_attention_cache_update_index,
                     # Decoder position of the query row: row t of the
                     # logits of a synthetic cross-attention.
                     query_start_index=query_start,
                     training=training,
+                    **cross_masks,
                 )
             if cross_attention_cache is not None:
                 x, cross_attention_cache = outputs

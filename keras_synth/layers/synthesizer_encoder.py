@@ -220,7 +220,7 @@ class SynthesizerEncoder(keras_nlp.layers.TransformerEncoder):
     ):
         x = inputs
         length = keras.ops.shape(inputs)[1]
-        mask, _ = utils.merge_masks(
+        masks = utils.merge_masks(
             inputs, padding_mask, attention_mask, length, length
         )
 
@@ -231,9 +231,9 @@ class SynthesizerEncoder(keras_nlp.layers.TransformerEncoder):
             outputs = self._self_attention_layer(
                 query=x,
                 value=x,
-                attention_mask=mask,
                 return_attention_scores=return_attention_scores,
                 training=training,
+                **masks,
             )
         if return_attention_scores:
             x, attention_scores = outputs
