@@ -10,10 +10,7 @@ import keras  # noqa: E402
 import keras_hub  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-try:
-    from keras_synth.layers import SynthesizerEncoder
-except ImportError:  # pragma: no cover - until the block layer lands
-    SynthesizerEncoder = None
+from keras_synth.layers import SynthesizerEncoder  # noqa: E402
 
 
 POOLINGS = ("mean", "cls")
@@ -69,9 +66,24 @@ class GluePreprocessor:
         return [self.vocab[int(i)] for i in token_ids]
 
 
+def trim_batch(inputs):
+    """Cuts a packed batch to its longest sequence (drops all-padding
+    columns), so short sentences don't pay for `max_length`."""
+    length = tf.reduce_max(tf.reduce_sum(inputs["padding_mask"], axis=1))
+    return {key: value[:, :length] for key, value in inputs.items()}
+
+
 def make_dataset(split, preprocessor, batch_size, task, shuffle=False,
-                 seed=0, labeled=True, drop_remainder=False):
-    """A batched `tf.data.Dataset` of `(inputs, labels)` (or `inputs`)."""
+                 seed=0, labeled=True, drop_remainder=False, trim=False):
+    """A batched `tf.data.Dataset` of `(inputs, labels)` (or `inputs`).
+
+    With `trim=True` each batch is cut to its longest sequence (dynamic
+    shapes; not for TPUs).
+    """
+    def prepare(texts):
+        inputs = preprocessor(texts)
+        return trim_batch(inputs) if trim else inputs
+
     columns = tuple(
         tf.constant(split.column(i), dtype=tf.string)
         for i in range(task.num_segments)
@@ -89,12 +101,12 @@ def make_dataset(split, preprocessor, batch_size, task, shuffle=False,
     dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
     if labeled:
         dataset = dataset.map(
-            lambda x, y: (preprocessor(x), y),
+            lambda x, y: (prepare(x), y),
             num_parallel_calls=tf.data.AUTOTUNE,
         )
     else:
         dataset = dataset.map(
-            lambda *x: preprocessor(x), num_parallel_calls=tf.data.AUTOTUNE
+            lambda *x: prepare(x), num_parallel_calls=tf.data.AUTOTUNE
         )
     return dataset.prefetch(tf.data.AUTOTUNE)
 
@@ -107,8 +119,7 @@ def make_encoder(hidden_dim, num_heads, intermediate_dim, dropout,
             f"Argument `--hidden_dim`={hidden_dim} must be divisible by "
             f"`--num_heads`={num_heads}."
         )
-    cls = SynthesizerEncoder or _SynthesizerEncoderFallback
-    return cls(
+    return SynthesizerEncoder(
         intermediate_dim=intermediate_dim,
         num_heads=num_heads,
         dropout=dropout,
@@ -139,8 +150,8 @@ def build_model(
     `SynthesizerEncoder` blocks, pooling (`"mean"` over non-padding tokens
     or the `"cls"` token), dropout and a dense head (float32 logits).
 
-    Inputs are int32: token ids, segment ids and a padding mask (1 for
-    tokens, 0 for padding).
+    Inputs are int32 `(B, L)` with `L <= sequence_length`: token ids,
+    segment ids and a padding mask (1 for tokens, 0 for padding).
 
     Returns:
         `(model, probe)`: `model` maps `{"token_ids", "segment_ids",
@@ -154,12 +165,10 @@ def build_model(
             f"one of {POOLINGS}."
         )
     intermediate_dim = intermediate_dim or 4 * hidden_dim
-    token_ids = keras.Input((sequence_length,), dtype="int32",
-                            name="token_ids")
-    segment_ids = keras.Input((sequence_length,), dtype="int32",
-                              name="segment_ids")
-    padding_mask = keras.Input((sequence_length,), dtype="int32",
-                               name="padding_mask")
+    # Any length up to `sequence_length` (batches may be trimmed).
+    token_ids = keras.Input((None,), dtype="int32", name="token_ids")
+    segment_ids = keras.Input((None,), dtype="int32", name="segment_ids")
+    padding_mask = keras.Input((None,), dtype="int32", name="padding_mask")
     inputs = {"token_ids": token_ids, "segment_ids": segment_ids,
               "padding_mask": padding_mask}
     x = keras_hub.layers.TokenAndPositionEmbedding(
@@ -237,59 +246,3 @@ def predictions_from_outputs(task, outputs):
     if task.is_regression:
         return outputs.reshape(-1)
     return outputs.argmax(axis=-1)
-
-
-# ------------------------------------------------------------- fallback
-
-
-class _SynthesizerEncoderFallback(keras_hub.layers.TransformerEncoder):
-    """Stand-in for `keras_synth.layers.SynthesizerEncoder` (older
-    keras-synth): keras-hub's encoder with `SynthesizerAttention`."""
-
-    def __init__(self, *args, synthesizer="dense", max_length=None,
-                 **kwargs):
-        self._synth_kwargs = {
-            k: kwargs.pop(k) for k in list(kwargs)
-            if k in ("factorized_rank", "factorized_dense_sizes")
-        }
-        super().__init__(*args, **kwargs)
-        self.synthesizer = synthesizer
-        self.max_length = max_length
-
-    def build(self, inputs_shape):
-        from keras_synth.layers import SynthesizerAttention
-
-        hidden_dim = inputs_shape[-1]
-        self._self_attention_layer = SynthesizerAttention(
-            num_heads=self.num_heads,
-            key_dim=int(hidden_dim // self.num_heads),
-            dropout=self.dropout,
-            synthesizer=self.synthesizer,
-            max_length=self.max_length,
-            dtype=self.dtype_policy,
-            name="self_attention_layer",
-            **self._synth_kwargs,
-        )
-        self._self_attention_layer.build(inputs_shape, inputs_shape)
-        norm = dict(epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy)
-        self._self_attention_layer_norm = keras.layers.LayerNormalization(
-            name="self_attention_layer_norm", **norm)
-        self._self_attention_layer_norm.build(inputs_shape)
-        self._self_attention_dropout = keras.layers.Dropout(
-            rate=self.dropout, dtype=self.dtype_policy)
-        self._feedforward_layer_norm = keras.layers.LayerNormalization(
-            name="feedforward_layer_norm", **norm)
-        self._feedforward_layer_norm.build(inputs_shape)
-        self._feedforward_intermediate_dense = keras.layers.Dense(
-            self.intermediate_dim, activation=self.activation,
-            dtype=self.dtype_policy, name="feedforward_intermediate_dense")
-        self._feedforward_intermediate_dense.build(inputs_shape)
-        self._feedforward_output_dense = keras.layers.Dense(
-            hidden_dim, dtype=self.dtype_policy,
-            name="feedforward_output_dense")
-        shape = list(inputs_shape)
-        shape[-1] = self.intermediate_dim
-        self._feedforward_output_dense.build(tuple(shape))
-        self._feedforward_dropout = keras.layers.Dropout(
-            rate=self.dropout, dtype=self.dtype_policy)
-        self.built = True

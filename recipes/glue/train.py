@@ -59,6 +59,11 @@ def build_parser():
     group.add_argument("--dropout", type=float, default=0.1)
     group.add_argument("--pooling", choices=("mean", "cls"), default="mean")
     group.add_argument("--factorized_rank", type=int, default=8)
+    group.add_argument(
+        "--pad_to_max_length", action="store_true",
+        help="Pad every batch to --max_length (static shapes; always on "
+        "with --strategy=tpu). By default batches are cut to their longest "
+        "sequence.")
     group.add_argument("--no_lowercase", dest="lowercase",
                        action="store_false",
                        help="Keep case in the WordPiece tokenizer.")
@@ -167,13 +172,15 @@ def run(args, log=print):
     preprocessor = model_lib.GluePreprocessor(
         vocab, task.num_segments, args.max_length, args.lowercase
     )
+    trim = not (args.pad_to_max_length or args.strategy == "tpu")
     train_ds = model_lib.make_dataset(
         train, preprocessor, args.batch_size, task, shuffle=True,
-        seed=args.seed, drop_remainder=True,
+        seed=args.seed, drop_remainder=True, trim=trim,
     )
     eval_data = {
         split: (model_lib.make_dataset(data, preprocessor, args.batch_size,
-                                       task, labeled=False), data.labels)
+                                       task, labeled=False, trim=trim),
+                data.labels)
         for split, data in evals.items()
     }
     steps_per_epoch = len(train) // args.batch_size
@@ -244,7 +251,8 @@ def run(args, log=print):
 
         for split, data in tests.items():
             dataset = model_lib.make_dataset(
-                data, preprocessor, args.batch_size, task, labeled=False)
+                data, preprocessor, args.batch_size, task, labeled=False,
+                trim=trim)
             predictions = model_lib.predictions_from_outputs(
                 task, model.predict(dataset, verbose=0))
             filename = task.test_splits[split][2]
