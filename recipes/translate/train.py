@@ -112,7 +112,8 @@ def build_parser():
                            "unless --warmup_steps is given.")
     group = parser.add_argument_group("training (translation)")
     group.add_argument("--warmup_steps", type=int, default=None,
-                       help="Warmup steps (the paper: 4000).")
+                       help="Warmup steps (the paper: 4000). Default: "
+                       "--warmup_fraction of all training steps.")
     group.add_argument("--time_budget_minutes", type=float, default=None,
                        help="Stop training after this many minutes (the "
                        "epoch in progress ends early and is saved), e.g. "
@@ -132,10 +133,13 @@ def build_parser():
     return parser
 
 
-# Flags that only change decoding, not the trained model: a finished run
-# can be decoded again with another beam size.
+# Flags a run directory may be restarted with: decoding flags (a finished
+# run can be decoded again with another beam size), and the length of
+# training (`--epochs`, `--time_budget_minutes`: a run can be trained
+# further; with a fixed `--warmup_steps` the schedule does not change).
 RUNTIME_FLAGS = common.RUNTIME_FLAGS | {
     "beam_size", "length_penalty", "decode_batch_size", "tgt_vocab_file",
+    "epochs", "time_budget_minutes",
 }
 
 
