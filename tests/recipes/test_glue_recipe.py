@@ -257,3 +257,38 @@ def test_bad_input_is_one_clear_error(tmp_path, capsys, argv, message):
     assert "Traceback" not in err
     import re
     assert re.search(message, err), err
+
+
+@pytest.mark.parametrize("precision, jit_compile", [
+    ("float16", False), ("bfloat16", False), ("float32", True)])
+def test_mixed_precision_and_jit_compile_train(precision, jit_compile):
+    task = tasks.get_task("sst2")
+    try:
+        common.configure_precision(precision)
+        model, _ = model_lib.build_model(
+            vocab_size=len(VOCAB), num_classes=2, num_segments=1,
+            sequence_length=12, synthesizer="random+vanilla", hidden_dim=8,
+            num_layers=1, num_heads=2)
+        model_lib.compile_model(model, task, 1e-2, total_steps=4,
+                                jit_compile=jit_compile)
+        pre = model_lib.GluePreprocessor(VOCAB, 1, 12)
+        inputs = pre((tf.constant(["the cat sat", "a dog", "the mat",
+                                   "a cat"]),))
+        labels = np.array([1, 0, 1, 0], dtype="int32")
+        history = model.fit(inputs, labels, batch_size=4, epochs=2,
+                            verbose=0)
+    finally:
+        keras.config.set_dtype_policy("float32")
+    losses = history.history["loss"]
+    assert all(np.isfinite(losses))
+    assert model.get_layer("logits").compute_dtype == "float32"
+    if precision == "float16":
+        # Dynamic loss scaling, from Model.compile (auto_scale_loss).
+        assert isinstance(model.optimizer,
+                          keras.optimizers.LossScaleOptimizer)
+    else:
+        assert not isinstance(model.optimizer,
+                              keras.optimizers.LossScaleOptimizer)
+    encoder = model.get_layer("encoder_0")
+    expected = "float32" if precision == "float32" else precision
+    assert encoder.compute_dtype == expected
