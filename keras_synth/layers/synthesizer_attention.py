@@ -80,6 +80,14 @@ def _is_int(value):
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _concrete_bool(x):
+    """`bool(x)` for an eager tensor, `None` while tracing (jit, tf.function)."""
+    try:
+        return bool(ops.convert_to_numpy(x))
+    except Exception:  # a tracer or symbolic tensor has no value yet
+        return None
+
+
 @keras.saving.register_keras_serializable(package="keras_synth")
 class SynthesizerAttention(keras.layers.Layer):
     """Synthesizer attention (Tay et al., 2021), a drop-in for `MultiHeadAttention`.
@@ -310,6 +318,8 @@ class SynthesizerAttention(keras.layers.Layer):
         self._dropout_layer = keras.layers.Dropout(
             rate=dropout, seed=seed, dtype=self.dtype_policy
         )
+        # Private switch (tests): False forces the general attention path.
+        self._fast_paths = True
 
     # ------------------------------------------------------------------ API
 
@@ -503,26 +513,46 @@ class SynthesizerAttention(keras.layers.Layer):
         query_length = ops.shape(query)[1]
         key_length = ops.shape(values)[1]
         self._check_lengths(query_length, key_length, query_start_index)
-        attention_mask = self._compute_attention_mask(
-            query_length,
-            key_length,
-            query_mask=query_mask,
-            value_mask=value_mask,
-            key_mask=key_mask,
-            attention_mask=attention_mask,
-            use_causal_mask=use_causal_mask,
-            query_start_index=query_start_index,
+        shared = self._uses_shared_path(
+            attention_mask, training, return_attention_scores
         )
+        if shared:  # H x T x S logits, masks kept factored (no B x H x T x S).
+            factored_masks = self._compute_factored_masks(
+                query_length,
+                key_length,
+                query_mask=query_mask,
+                value_mask=value_mask,
+                key_mask=key_mask,
+                use_causal_mask=use_causal_mask,
+                query_start_index=query_start_index,
+            )
+        else:
+            attention_mask = self._compute_attention_mask(
+                query_length,
+                key_length,
+                query_mask=query_mask,
+                value_mask=value_mask,
+                key_mask=key_mask,
+                attention_mask=attention_mask,
+                use_causal_mask=use_causal_mask,
+                query_start_index=query_start_index,
+            )
         logits = self._compute_logits(
             query, keys, query_start_index, query_length, key_length
         )
-        attention_output, attention_scores = self._compute_attention(
-            logits,
-            values,
-            attention_mask,
-            training=training,
-            return_attention_scores=return_attention_scores,
-        )
+        if shared:
+            attention_output = self._compute_shared_attention(
+                logits, values, *factored_masks
+            )
+            attention_scores = None
+        else:
+            attention_output, attention_scores = self._compute_attention(
+                logits,
+                values,
+                attention_mask,
+                training=training,
+                return_attention_scores=return_attention_scores,
+            )
         attention_output = self._output_dense(attention_output)
         if query_mask is not None:
             _set_keras_mask(attention_output, query_mask)
@@ -645,6 +675,159 @@ class SynthesizerAttention(keras.layers.Layer):
                 shape = tuple(ops.shape(scores))[-3:]
                 scores = ops.broadcast_to(scores, (batch_size,) + shape)
         return output, scores
+
+    def _uses_shared_path(
+        self, attention_mask, training, return_attention_scores
+    ):
+        """Whether attention runs on `H x T x S` probabilities (fast path).
+
+        Batch-independent logits (random, fixed random, factorized random
+        and their mixtures) need no per-example `B x H x T x S` tensor unless
+        a per-example `attention_mask`, the returned scores or per-example
+        dropout ask for one.
+        """
+        return (
+            self._fast_paths
+            and not self.batch_dependent
+            and attention_mask is None
+            and not return_attention_scores
+            and not (self._dropout > 0.0 and training)
+        )
+
+    def _compute_factored_masks(
+        self,
+        query_length,
+        key_length,
+        query_mask=None,
+        value_mask=None,
+        key_mask=None,
+        use_causal_mask=False,
+        query_start_index=0,
+    ):
+        """The masks of the shared path, not merged.
+
+        Returns `(rows, keys, causal)`: the query mask `(B, T)`, the merged
+        key padding mask `(B, S)` and the causal mask `(T, S)`, each boolean
+        or `None`. Their conjunction is `_compute_attention_mask`'s mask.
+        """
+        rows = None
+        if query_mask is not None:
+            self._check_mask("query_mask", query_mask, (query_length,))
+            rows = ops.cast(query_mask, "bool")
+        keys = None
+        for arg, mask in (("value_mask", value_mask), ("key_mask", key_mask)):
+            if mask is not None:
+                self._check_mask(arg, mask, (key_length,))
+                mask = ops.cast(mask, "bool")
+                keys = mask if keys is None else ops.logical_and(keys, mask)
+        causal = None
+        if use_causal_mask:
+            causal = self._compute_causal_mask(
+                query_length, key_length, query_start_index
+            )[0]
+        return rows, keys, causal
+
+    def _compute_shared_attention(self, logits, values, rows, keys, causal):
+        """Attention with batch-independent `(H, T, S)` logits.
+
+        Without a key padding mask the probabilities are `H x T x S` (the
+        causal mask is `T x S`) and one einsum combines the values. With a
+        key padding mask `m (B, S)` the softmax is normalised after the
+        product with the values instead of before it:
+        `y = (E @ (m * V)) / (E @ m)`, `E = exp(L - c)` with the row maximum
+        `c` over the keys some example may attend to, so that nothing of
+        size `B x H x T x S` exists. Where a row's logits span more than 80
+        (an example's keys could underflow in `E`), the general path runs.
+
+        Args:
+            logits: `(H, T, S)` logits.
+            values: projected values `(B, S, H, value_dim)`.
+            rows, keys, causal: masks from `_compute_factored_masks`.
+
+        Returns:
+            `attention_output (B, T, H, value_dim)`.
+        """
+        if keys is None:
+            mask = None if causal is None else ops.expand_dims(causal, 0)
+            probs = self._masked_softmax(logits, mask)
+            output = ops.einsum(
+                "nts,bsnh->btnh", ops.cast(probs, values.dtype), values
+            )
+        else:
+            output = self._key_padded_shared_attention(
+                logits, values, keys, causal
+            )
+        if rows is not None:
+            output = output * ops.cast(
+                ops.expand_dims(ops.expand_dims(rows, -1), -1), output.dtype
+            )
+        return output
+
+    def _key_padded_shared_attention(self, logits, values, keys, causal):
+        dtype = logits.dtype
+        allowed = ops.any(keys, axis=0, keepdims=True)  # (1, S)
+        if causal is not None:
+            allowed = ops.logical_and(allowed, causal)  # (T, S)
+        finite = _LOWEST[keras.backend.standardize_dtype(dtype)]
+        masked = ops.where(allowed, logits, ops.cast(finite, dtype))
+        shift = ops.stop_gradient(ops.max(masked, axis=-1, keepdims=True))
+        lowest = ops.min(
+            ops.where(allowed, logits, ops.cast(-finite, dtype)), axis=-1
+        )
+        spread = ops.stop_gradient(ops.squeeze(shift, -1) - lowest)
+        safe = ops.all(ops.less(spread, ops.cast(80.0, dtype)))
+        key_weights = ops.expand_dims(ops.expand_dims(keys, -1), -1)
+
+        def normalise_after():
+            weights = ops.where(
+                allowed, ops.exp(masked - shift), ops.cast(0.0, dtype)
+            )
+            denominator = ops.einsum(
+                "nts,bs->btn", weights, ops.cast(keys, dtype)
+            )
+            numerator = ops.einsum(
+                "nts,bsnh->btnh",
+                ops.cast(weights, values.dtype),
+                values * ops.cast(key_weights, values.dtype),
+            )
+            denominator = ops.where(
+                denominator > 0, denominator, ops.ones_like(denominator)
+            )
+            return numerator / ops.cast(
+                ops.expand_dims(denominator, -1), values.dtype
+            )
+
+        def one_example(example_logits, example_values, example_keys):
+            # Values (S, H, k_v) and float keys (S,) of one example. The
+            # logits are an argument, not a closure, for their gradient.
+            mask = ops.expand_dims(ops.greater(example_keys, 0), 0)
+            if causal is not None:
+                mask = ops.logical_and(mask, causal)  # (T, S)
+            probs = self._masked_softmax(
+                example_logits, ops.expand_dims(mask, 0)
+            )
+            return ops.einsum(
+                "nts,snh->tnh", ops.cast(probs, values.dtype), example_values
+            )
+
+        one_example = keras.remat(one_example)
+
+        @keras.remat
+        def per_example(logits, values, float_keys):
+            # Exact for any logits, one example at a time, rematerialised:
+            # no B x H x T x S tensor, not for the gradient either.
+            return ops.map(
+                lambda inputs: one_example(logits, *inputs),
+                (values, float_keys),
+            )
+
+        def fall_back():
+            return per_example(logits, values, ops.cast(keys, dtype))
+
+        concrete = _concrete_bool(safe)
+        if concrete is not None:  # eager: no cond to trace and compile
+            return normalise_after() if concrete else fall_back()
+        return ops.cond(safe, normalise_after, fall_back)
 
     # ----------------------------------------------------- masks and checks
 

@@ -210,7 +210,16 @@ class DenseSynthesizer(Synthesizer):
             (0, 0, 0),
             (self.num_heads, self.key_dim, key_length),
         )
-        logits = ops.einsum("btnk,nks->bnts", hidden, kernel)
+        # Batched over (b, n), the product comes out as (B, H, T, S): batched
+        # over heads alone it would come out (H, B, T, S) and need a
+        # transpose of the largest tensor (forward and backward). The
+        # broadcast kernel is only B x H x k x S.
+        kernel = ops.broadcast_to(
+            ops.expand_dims(kernel, 0), (ops.shape(hidden)[0],) + tuple(
+                ops.shape(kernel)
+            )
+        )
+        logits = ops.einsum("btnk,bnks->bnts", hidden, kernel)
         if self.bias is not None:
             bias = ops.slice(self.bias.value, (0, 0), (self.num_heads, key_length))
             logits = logits + ops.expand_dims(bias, 1)
