@@ -12,7 +12,6 @@ Examples:
 
 import argparse
 import os
-import sys
 import time
 
 from recipes import common
@@ -78,14 +77,10 @@ def build_parser():
 
 def validate_args(args):
     """Canonicalises `args` in place; ValueError on bad values."""
-    from keras_synth.layers.synthesizer_attention import parse_synthesizer
-
     task = tasks_lib.get_task(args.task)
     args.task = task.name
-    try:
-        args.synthesizer = "+".join(parse_synthesizer(args.synthesizer))
-    except ValueError as error:
-        raise ValueError(f"Argument `--synthesizer`: {error}") from None
+    args.synthesizer = common.canonical_synthesizer("synthesizer",
+                                                    args.synthesizer)
     for name in ("max_length", "num_layers", "hidden_dim", "num_heads",
                  "batch_size", "epochs", "learning_rate", "vocab_size",
                  "factorized_rank"):
@@ -316,14 +311,6 @@ def run(args, log=print):
 
 
 def main(argv=None):
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        run(args)
-    except (ValueError, RuntimeError) as error:
-        if os.environ.get("RECIPES_TRACEBACK"):
-            raise
-        # DataError is a ValueError: one clear line, no traceback.
-        print(f"{PROG}: error: {error}", file=sys.stderr)
-        return 2
-    return 0
+    """Command-line entry point; returns the exit status (2 on bad input,
+    with one line `python -m recipes.glue: error: ...`)."""
+    return common.run_main(build_parser(), run, PROG, argv)
