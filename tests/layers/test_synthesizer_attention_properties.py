@@ -29,6 +29,7 @@ from keras_synth.layers import SynthesizerAttention
 from keras_synth.layers import synthesizers as synth_lib
 from tests.layers.numpy_reference import combined_mask
 from tests.layers.numpy_reference import reference_attention
+from tests.layers.stress_utils import run_layer
 
 # Keras warns about a softmax over an axis of size 1 (one key): expected here.
 pytestmark = pytest.mark.filterwarnings(
@@ -113,6 +114,9 @@ def cases(draw, policies=tuple(POLICIES)):
         query_start_index=draw(st.integers(0, max_length - query_length)),
         seed=draw(st.integers(0, 2**31 - 1)),
         scale=draw(st.sampled_from([0.1, 1.0, 3.0])),
+        # Without scores, batch-independent variants may take a path with
+        # no B x H x T x S tensor: both paths are checked.
+        return_scores=draw(st.booleans()),
     )
     return config, call
 
@@ -154,26 +158,6 @@ def make_case(config, call):
     return layer, query, value, key
 
 
-def run_layer(layer, *args, **kwargs):
-    """Calls the layer; on JAX, through `jax.jit` (a traced call is several
-    times faster than op-by-op eager execution for a fresh shape)."""
-    if BACKEND != "jax":
-        return layer(*args, **kwargs)
-    import jax
-
-    def forward(trainable, non_trainable, *arrays):
-        outputs, _ = layer.stateless_call(trainable, non_trainable, *arrays,
-                                          **kwargs)
-        return outputs
-
-    arrays = [a for a in args]
-    return jax.jit(forward)(
-        [v.value for v in layer.trainable_variables],
-        [v.value for v in layer.non_trainable_variables],
-        *arrays,
-    )
-
-
 MASK_ARGS = ("query_mask", "value_mask", "key_mask", "attention_mask",
              "use_causal_mask", "query_start_index")
 
@@ -202,25 +186,28 @@ def test_matches_reference_and_masks(case):
     layer, query, value, key = make_case(config, call)
     compute_dtype = _compute_dtype(config["dtype"])
 
-    output, scores = run_layer(layer, query, value, key,
-                               return_attention_scores=True,
-                               **_call_kwargs(call))
+    outputs = run_layer(layer, query, value, key,
+                        return_attention_scores=call["return_scores"],
+                        **_call_kwargs(call))
+    output = outputs[0] if call["return_scores"] else outputs
     assert keras.backend.standardize_dtype(output.dtype) == compute_dtype
-    output, scores = _numpy(output), _numpy(scores)
+    output = _numpy(output)
     expected, expected_probs = reference_attention(
         layer, query, value, key=key, **_call_kwargs(call))
-
-    B, T, _ = call["query_shape"]
-    S = call["value_shape"][1]
     assert output.shape == expected.shape
-    assert scores.shape == (B, config["num_heads"], T, S)
     assert np.all(np.isfinite(output)), "non-finite output"
-    assert np.all(np.isfinite(scores)), "non-finite attention scores"
-
     tol = TOLERANCE[compute_dtype]
     out_scale = max(1.0, float(np.abs(expected).max()))
     np.testing.assert_allclose(output, expected, rtol=tol,
                                atol=tol * out_scale)
+    if not call["return_scores"]:
+        return
+
+    B, T, _ = call["query_shape"]
+    S = call["value_shape"][1]
+    scores = _numpy(outputs[1])
+    assert scores.shape == (B, config["num_heads"], T, S)
+    assert np.all(np.isfinite(scores)), "non-finite attention scores"
     np.testing.assert_allclose(scores, expected_probs, rtol=tol, atol=tol)
 
     mask = combined_mask(B, T, S, **{
@@ -317,6 +304,7 @@ def test_per_head_size_one_with_as_many_positions_as_heads(synthesizer):
                   synthesizer=synthesizer, max_length=2, use_bias=True,
                   output_shape=None, factorized_rank=1, dtype="float32")
     call = dict(batch=1, query_shape=(1, 2, 1), value_shape=(1, 2, 1),
+                return_scores=False,
                 key_shape=None, self_attention=False, query_mask=None,
                 value_mask=None, key_mask=None, attention_mask=None,
                 use_causal_mask=False, query_start_index=0, seed=0,
