@@ -1,0 +1,122 @@
+"""Smoke test of `recipes.benchmark`'s plumbing (tiny sizes, one repetition).
+
+Checks the structure of the results, the table and the plot, and that the
+numbers are sane (positive times, FLOP counts that match a hand count,
+ratios against MultiHeadAttention); it asserts nothing about speed.
+"""
+
+import json
+import math
+import os
+
+import keras
+import pytest
+
+from recipes import benchmark
+
+TINY = [
+    "--lengths", "16",
+    "--masks", "none,padding",
+    "--width", "8",
+    "--heads", "2",
+    "--tokens", "32",
+    "--variants", "random",
+    "--repetitions", "1",
+    "--warmup", "0",
+    "--memory-batch", "2",
+    "--memory-length", "16",
+]
+
+
+def test_cells_and_batch_sizes():
+    args = benchmark.build_parser().parse_args(
+        TINY + ["--lengths", "8,16", "--mask-lengths", "16"]
+    )
+    assert benchmark.cells(args) == [
+        (8, 4, "none"), (16, 2, "none"), (16, 2, "padding"),
+    ]
+    args = benchmark.build_parser().parse_args(TINY + ["--batch", "3"])
+    assert {c[1] for c in benchmark.cells(args)} == {3}
+
+
+@pytest.mark.parametrize(
+    "flag, value",
+    [("--lengths", "8,x"), ("--masks", "none,sideways"),
+     ("--variants", "randomish"), ("--backends", "numpy")],
+)
+def test_bad_flags_are_rejected(flag, value, capsys):
+    with pytest.raises(SystemExit):
+        benchmark.build_parser().parse_args([flag, value])
+    assert flag in capsys.readouterr().err
+
+
+def test_forward_flops_by_hand():
+    b, t, d, h = 2, 16, 8, 2
+    k = d // h
+    projections = 2 * b * t * d * h * k
+    mha = 4 * projections + 2 * (2 * b * h * t * t * k)
+    assert benchmark.forward_flops("mha", b, t, d, h) == mha
+    assert benchmark.forward_flops("vanilla", b, t, d, h) == mha
+    # Random: value and output projections and the value product only.
+    random = 2 * projections + 2 * b * h * t * t * k
+    assert benchmark.forward_flops("random", b, t, d, h) == random
+    dense = random + projections + 2 * b * h * t * t * k
+    assert benchmark.forward_flops("dense", b, t, d, h) == dense
+    mixture = dense + 2 * projections + 2 * b * h * t * t * k
+    assert benchmark.forward_flops(
+        "dense+vanilla", b, t, d, h
+    ) == mixture + 2 * b * h * t * t * 2
+
+
+def test_worker_and_report(tmp_path):
+    args = benchmark.build_parser().parse_args(TINY)
+    worker = benchmark.run_worker(args)
+    backend = keras.backend.backend()
+    assert worker["backend"] == backend
+    assert worker["matmul_gflops_per_s"] > 0
+    rows = worker["rows"]
+    # 2 cells x (MultiHeadAttention + 1 variant)
+    assert len(rows) == 4
+    assert {r["row"] for r in rows} == {"mha", "random"}
+    for r in rows:
+        assert r["backend"] == backend
+        assert r["params"] > 0
+        assert r["forward_flops"] == benchmark.forward_flops(
+            r["row"], r["batch"], r["length"], 8, 2
+        )
+        for kind in ("train", "forward"):
+            timing = r[kind]
+            assert timing["repetitions"] == 1
+            assert 0 < timing["min_ms"] <= timing["median_ms"] <= timing[
+                "max_ms"]
+            assert timing["gflops_per_s"] > 0
+            assert timing["matmul_share"] > 0
+    # Parameters: MultiHeadAttention at width 8, 2 heads of 4: 4 * (8*8+8).
+    mha = next(r for r in rows if r["row"] == "mha")
+    assert mha["params"] == 4 * (8 * 8 + 8)
+    random = next(r for r in rows if r["row"] == "random")
+    assert random["params"] == 2 * (8 * 8 + 8) + 2 * 16 * 16
+    if backend != "torch":
+        # Memory: per row at the mask lengths, and the probe.
+        assert rows[-1]["memory"]["largest_tensor_bytes"] > 0
+        assert len(worker["memory_probe"]) == 2
+        for entry in worker["memory_probe"]:
+            assert entry["memory"]["largest_tensor_bytes"] > 0
+            if backend == "jax":
+                assert entry["memory"]["peak_bytes"] > 0
+
+    results = {"config": benchmark.config_of(args), "backends": [worker]}
+    table = benchmark.summarize(results, str(tmp_path))
+    for name in ("results.json", "table.md", "step_time.png"):
+        assert os.path.getsize(tmp_path / name) > 0
+    with open(tmp_path / "results.json") as f:
+        saved = json.load(f)
+    for r in saved["backends"][0]["rows"]:
+        ratio = r["train"]["ratio_to_mha"]
+        assert math.isfinite(ratio) and ratio > 0
+        if r["row"] == "mha":
+            assert ratio == 1.0
+    assert "MultiHeadAttention" in table and "| random |" in table
+    assert table.count("\n| 16 | 2 | padding |") == 2
+    if backend != "torch":
+        assert "Memory of a training step" in table
