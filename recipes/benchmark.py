@@ -758,6 +758,37 @@ def plot(results, path):
     fig, axes = plt.subplots(1, len(backends), figsize=(5 * len(backends), 3.6),
                              squeeze=False)
     mask = results["config"]["masks"][0]
+    if len(results["config"]["lengths"]) == 1:
+        # One length: training-step time relative to MultiHeadAttention,
+        # one group of bars per mask.
+        for ax, backend in zip(axes[0], backends):
+            masks = results["config"]["masks"]
+            names = [n for n in dict.fromkeys(
+                e["row"] for e in backend["rows"]) if n != BASELINE]
+            width = 0.8 / max(1, len(masks))
+            for j, m in enumerate(masks):
+                ratios = [
+                    next((e["train"].get("ratio_to_mha", float("nan"))
+                          for e in backend["rows"]
+                          if e["row"] == n and e["mask"] == m), float("nan"))
+                    for n in names
+                ]
+                ax.bar([i + j * width for i in range(len(names))], ratios,
+                       width, label=f"mask={m}")
+            ax.axhline(1.0, color="black", linewidth=1)
+            ax.set_xticks([i + 0.4 - width / 2 for i in range(len(names))])
+            ax.set_xticklabels(names, rotation=35, ha="right", fontsize=7)
+            ax.set_ylabel("training step / MultiHeadAttention")
+            ax.set_title(
+                f"{backend['backend']}, T={results['config']['lengths'][0]}",
+                fontsize=10,
+            )
+            ax.grid(True, axis="y", alpha=0.3)
+        axes[0][-1].legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(path, dpi=80)
+        plt.close(fig)
+        return
     for ax, backend in zip(axes[0], backends):
         by_row = {}
         for e in backend["rows"]:
