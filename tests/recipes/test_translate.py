@@ -167,6 +167,9 @@ def tiny_model(synthesizer, vocab_size=23, max_length=10, seed=0):
     return model
 
 
+# Decoding `[CLS]` alone attends over one key (a softmax over one element,
+# which Keras warns about); that is expected here.
+@pytest.mark.filterwarnings("ignore:You are using a softmax over axis -1")
 @pytest.mark.parametrize("synthesizer", [
     "vanilla", "random", "dense", "random+vanilla"])
 def test_cached_search_equals_uncached_search(synthesizer):
@@ -178,7 +181,7 @@ def test_cached_search_equals_uncached_search(synthesizer):
     translations = {}
     # eos_id=-1: no end of sentence, every step up to max_length is
     # decoded (and compared).
-    for beam_size, eos_id in ((1, -1), (3, 2), (3, -1)):
+    for beam_size, eos_id in ((1, 2), (3, -1)):
         outputs = [
             tf.function(lambda s, c=use_cache: decoding.search(
                 model, s, 1, eos_id, beam_size, 0.6, c))(source).numpy()
@@ -188,7 +191,7 @@ def test_cached_search_equals_uncached_search(synthesizer):
         translations[beam_size, eos_id] = outputs[0]
     # One cached step gives the full forward pass's logits.
     encoder_output, mask = model.encode(tf.constant(source))
-    prefix = tf.constant(translations[1, -1][:, :4])
+    prefix = tf.constant(translations[3, -1][:, :4])
     full = model.decode(prefix, encoder_output, mask)
     padded = tf.pad(tf.constant(source), [[0, 0], [0, 4]])
     encoder_output, mask = model.encode(padded)
