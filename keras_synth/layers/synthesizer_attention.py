@@ -769,10 +769,17 @@ class SynthesizerAttention(keras.layers.Layer):
         if causal is not None:
             allowed = ops.logical_and(allowed, causal)  # (T, S)
         finite = _LOWEST[keras.backend.standardize_dtype(dtype)]
-        masked = ops.where(allowed, logits, ops.cast(finite, dtype))
+        # (convert_to_tensor, not cast: TensorFlow first makes a Python
+        # float a float32 tensor, and float64's lowest value overflows it.)
+        masked = ops.where(
+            allowed, logits, ops.convert_to_tensor(finite, dtype=dtype)
+        )
         shift = ops.stop_gradient(ops.max(masked, axis=-1, keepdims=True))
         lowest = ops.min(
-            ops.where(allowed, logits, ops.cast(-finite, dtype)), axis=-1
+            ops.where(
+                allowed, logits, ops.convert_to_tensor(-finite, dtype=dtype)
+            ),
+            axis=-1,
         )
         spread = ops.stop_gradient(ops.squeeze(shift, -1) - lowest)
         safe = ops.all(ops.less(spread, ops.cast(80.0, dtype)))
@@ -928,17 +935,28 @@ class SynthesizerAttention(keras.layers.Layer):
         return ops.expand_dims(mask, 0)
 
     def _check_mask(self, arg, mask, trailing):
+        """Checks a mask's static shape: `(batch,) + trailing`.
+
+        The batch size is free; `attention_mask` may also have size 1 where
+        it broadcasts (e.g. `(B, 1, S)`), as in `MultiHeadAttention`.
+        """
         shape = tuple(mask.shape)
         expected = ("batch",) + tuple(trailing)
+        broadcastable = arg == "attention_mask"
         ok = len(shape) == len(expected) and all(
-            not _is_int(s) or not _is_int(e) or s == e or (i == 0)
+            i == 0
+            or not _is_int(s)
+            or not _is_int(e)
+            or s == e
+            or (broadcastable and s == 1)
             for i, (s, e) in enumerate(zip(shape, expected))
         )
         if not ok:
             raise ValueError(
                 f"Argument `{arg}` has the wrong shape. Expected "
-                f"{expected} (True = may attend). Received: {arg}.shape="
-                f"{shape}"
+                f"{expected}"
+                + (" or 1 where it broadcasts" if broadcastable else "")
+                + f" (True = may attend). Received: {arg}.shape={shape}"
             )
 
     # ---------------------------------------------------------------- cache

@@ -151,6 +151,19 @@ def test_vanilla_equals_multi_head_attention(kwargs):
     )
 
 
+@pytest.mark.parametrize("synthesizer", ["random", "dense+vanilla"])
+def test_broadcastable_attention_mask(synthesizer):
+    """A `(B, 1, S)` attention mask broadcasts over queries, as in MHA."""
+    layer = make_layer(synthesizer)
+    q, v = inputs()
+    keys = padding([S, 4], S)
+    out = layer(q, v, attention_mask=keys[:, None, :])
+    expected = layer(q, v, value_mask=keys)
+    np.testing.assert_allclose(
+        ops.convert_to_numpy(out), ops.convert_to_numpy(expected), atol=1e-6
+    )
+
+
 def test_keras_masks_reach_the_layer():
     """Masks from an Embedding(mask_zero=True) act like explicit masks."""
     tokens = np.array([[3, 4, 5, 0, 0], [1, 2, 0, 0, 0]])
