@@ -982,7 +982,11 @@ class SynthesizerAttention(keras.layers.Layer):
                 "Argument `max_length` is required by `initial_cache` for a "
                 "layer built without `max_length`. Received: max_length=None"
             )
-        if self._max_length is not None and max_length > self._max_length:
+        if (
+            self._max_length is not None
+            and _is_int(max_length)
+            and max_length > self._max_length
+        ):
             raise ValueError(
                 f"Argument `max_length`={max_length} of `initial_cache` "
                 f"exceeds the layer's max_length={self._max_length}."

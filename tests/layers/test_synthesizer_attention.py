@@ -606,3 +606,24 @@ def test_exports_and_version():
     assert keras.saving.get_registered_object(
         "keras_synth>SynthesizerAttention"
     ) is SynthesizerAttention
+
+
+@pytest.mark.parametrize("synthesizer", ["random", "random+vanilla"])
+def test_initial_cache_shapes_and_errors(synthesizer):
+    layer = make_layer(synthesizer)
+    cache = layer.initial_cache(3)
+    slots = 2 if "vanilla" in synthesizer else 1
+    assert tuple(cache.shape) == (3, slots, L, H, K)
+    assert np.all(ops.convert_to_numpy(cache) == 0)
+    assert tuple(layer.initial_cache(2, 5).shape) == (2, slots, 5, H, K)
+    with pytest.raises(ValueError, match=r"`max_length`=9 of `initial_cache` exceeds the layer's max_length=8"):
+        layer.initial_cache(2, L + 1)
+
+
+@pytest.mark.skipif(BACKEND != "tensorflow", reason="tf.function shapes are TensorFlow-only")
+def test_initial_cache_with_a_length_known_only_at_run_time():
+    import tensorflow as tf
+
+    layer = make_layer("random")
+    fn = tf.function(lambda n: layer.initial_cache(2, n))
+    assert tuple(fn(tf.constant(5)).shape) == (2, 1, 5, H, K)
