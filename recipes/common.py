@@ -321,13 +321,77 @@ def count_params(model):
 # ----------------------------------------------------------- run directory
 
 
+TMP_PREFIX = ".tmp-"
+
+
+def temporary_path(path):
+    """A temporary name for `path` in the same folder (so that renaming it
+    to `path` is atomic); it keeps `path`'s ending (e.g. `.weights.h5`)."""
+    folder, name = os.path.split(os.path.abspath(path))
+    return os.path.join(folder, f"{TMP_PREFIX}{os.getpid()}-{name}")
+
+
+def atomic_write(path, write):
+    """Calls `write(tmp)` to write a file or folder at a temporary name next
+    to `path`, then renames it to `path`.
+
+    A process killed (or an exception raised) while writing leaves `path`
+    as it was: absent, or the previous complete version. A folder replaces
+    the previous folder (moved aside, then removed). Leftover temporary
+    names are removed by `remove_temporary_files`.
+    """
+    import shutil
+
+    tmp = temporary_path(path)
+    if os.path.isdir(tmp):
+        shutil.rmtree(tmp)
+    try:
+        write(tmp)
+        if os.path.isfile(tmp):
+            with open(tmp, "rb") as f:
+                os.fsync(f.fileno())
+        if os.path.isdir(tmp) and os.path.isdir(path):
+            old = temporary_path(path + ".old")
+            os.replace(path, old)
+            os.replace(tmp, path)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, path)
+    except BaseException:
+        if os.path.isdir(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
+        elif os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    return path
+
+
+def remove_temporary_files(folder):
+    """Removes what an interrupted `atomic_write` left in `folder`."""
+    import shutil
+
+    if not os.path.isdir(folder):
+        return []
+    removed = []
+    for name in os.listdir(folder):
+        if name.startswith(TMP_PREFIX):
+            path = os.path.join(folder, name)
+            if os.path.isdir(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                os.remove(path)
+            removed.append(path)
+    return removed
+
+
 def write_json(path, data):
     """Writes `data` as indented JSON, atomically (tmp file + rename)."""
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2, sort_keys=False, default=str)
-        f.write("\n")
-    os.replace(tmp, path)
+    def write(tmp):
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=2, sort_keys=False, default=str)
+            f.write("\n")
+
+    atomic_write(path, write)
 
 
 def read_json(path):
@@ -372,6 +436,9 @@ class RunDirectory:
         self.checkpoint_dir = self.path("checkpoints")
         self.log_dir = self.path("logs")
         self._check_config()
+        # What a killed run was writing when it died is never loaded.
+        remove_temporary_files(self.root)
+        remove_temporary_files(self.checkpoint_dir)
 
     def path(self, *names):
         return os.path.join(self.root, *names)
@@ -415,6 +482,7 @@ class RunDirectory:
         """Loads the last checkpoint (weights and optimizer state) into
         `model` (compiled, built); returns the epoch to continue from."""
         epoch = self.last_epoch()
+        self._truncate_history(epoch)
         if epoch:
             if model.optimizer is not None and not model.optimizer.built:
                 model.optimizer.build(model.trainable_variables)
@@ -428,6 +496,32 @@ class RunDirectory:
             return []
         with open(path, encoding="utf-8") as f:
             return [json.loads(line) for line in f if line.strip()]
+
+    def _truncate_history(self, epoch):
+        """Keeps one line per epoch up to `epoch` (the last checkpoint) in
+        `history.jsonl`: a run killed after writing an epoch's line but
+        before its checkpoint repeats that epoch, and its line must not
+        appear twice. A half-written last line is dropped too."""
+        path = self.path("history.jsonl")
+        if not os.path.isfile(path):
+            return
+        records = {}
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(record, dict) and 1 <= record.get(
+                        "epoch", 0) <= epoch:
+                    records[record["epoch"]] = record
+        lines = [json.dumps(records[k]) + "\n" for k in sorted(records)]
+
+        def write(tmp):
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.writelines(lines)
+
+        atomic_write(path, write)
 
     def callbacks(self, tensorboard=True):
         """Keras callbacks: an epoch checkpoint and TensorBoard."""
@@ -457,7 +551,11 @@ def _make_epoch_checkpoint_class():
         def on_epoch_end(self, epoch, logs=None):
             run_dir = self.run_dir
             os.makedirs(run_dir.checkpoint_dir, exist_ok=True)
-            self.model.save_weights(run_dir.checkpoint_path(epoch + 1))
+            # Written at a temporary name, then renamed: a kill while
+            # writing never leaves a half-written checkpoint; state.json
+            # (written last, atomically) names the last complete one.
+            atomic_write(run_dir.checkpoint_path(epoch + 1),
+                         self.model.save_weights)
             record = {"epoch": epoch + 1}
             record.update({k: float(v) for k, v in (logs or {}).items()})
             with open(run_dir.path("history.jsonl"), "a",
@@ -471,6 +569,31 @@ def _make_epoch_checkpoint_class():
 
 def _EpochCheckpoint(run_dir):
     return _make_epoch_checkpoint_class()(run_dir)
+
+
+def shuffled_epochs(dataset, buffer_size, batch_size, seed, epochs,
+                    initial_epoch=0, drop_remainder=True):
+    """Batches of `dataset` for epochs `initial_epoch .. epochs - 1`, one
+    stream, each epoch shuffled with a seed derived from `(seed, epoch)`.
+
+    A run resumed after epoch `k` thus sees exactly the batches an
+    uninterrupted run sees in epochs `k + 1, ...` (with
+    `reshuffle_each_iteration`, the order would instead depend on how many
+    epochs this process has run). Pass `steps_per_epoch` (the number of
+    batches per epoch) to `Model.fit`: the stream has no known length.
+    """
+    if not 0 <= initial_epoch < epochs:
+        raise ValueError(
+            f"Expected 0 <= initial_epoch < epochs. Received: "
+            f"initial_epoch={initial_epoch}, epochs={epochs}")
+    stream = None
+    for epoch in range(initial_epoch, epochs):
+        batches = dataset.shuffle(
+            buffer_size, seed=(seed * 1000003 + epoch) % (2**31 - 1),
+            reshuffle_each_iteration=False,
+        ).batch(batch_size, drop_remainder=drop_remainder)
+        stream = batches if stream is None else stream.concatenate(batches)
+    return stream
 
 
 def make_steps_timer():
@@ -559,7 +682,8 @@ def run_main(parser, run, prog, argv=None):
 
 
 __all__ = [
-    "DataError", "RunDirectory", "add_common_flags", "canonical_synthesizer",
+    "DataError", "RunDirectory", "add_common_flags", "atomic_write",
+    "remove_temporary_files", "shuffled_epochs", "canonical_synthesizer",
     "check_data_file", "run_main",
     "configure_precision", "count_params", "learn_wordpiece_vocabulary",
     "learning_rate_schedule", "load_vocabulary", "make_steps_timer",

@@ -52,7 +52,10 @@ def export_saved_model(path, model, preprocessor, task):
             for name in input_names(task)
         ],
     )
-    archive.write_out(path, verbose=False)
+    # Written to a temporary folder, then renamed: a kill while exporting
+    # never leaves a half-written SavedModel at `path`.
+    common.atomic_write(
+        path, lambda tmp: archive.write_out(tmp, verbose=False))
     return path
 
 

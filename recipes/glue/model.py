@@ -74,11 +74,15 @@ def trim_batch(inputs):
 
 
 def make_dataset(split, preprocessor, batch_size, task, shuffle=False,
-                 seed=0, labeled=True, drop_remainder=False, trim=False):
+                 seed=0, labeled=True, drop_remainder=False, trim=False,
+                 epochs=None, initial_epoch=0):
     """A batched `tf.data.Dataset` of `(inputs, labels)` (or `inputs`).
 
     With `trim=True` each batch is cut to its longest sequence (dynamic
-    shapes; not for TPUs).
+    shapes; not for TPUs). With `shuffle` and `epochs`, the batches of
+    epochs `initial_epoch .. epochs - 1` in one stream, each epoch's order
+    fixed by `(seed, epoch)` (`common.shuffled_epochs`), so that a resumed
+    run sees the same batches as an uninterrupted one.
     """
     def prepare(texts):
         inputs = preprocessor(texts)
@@ -94,11 +98,16 @@ def make_dataset(split, preprocessor, batch_size, task, shuffle=False,
         dataset = tf.data.Dataset.from_tensor_slices((columns, labels))
     else:
         dataset = tf.data.Dataset.from_tensor_slices(columns)
-    if shuffle:
-        dataset = dataset.shuffle(
-            len(split), seed=seed, reshuffle_each_iteration=True
-        )
-    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+    if shuffle and epochs is not None:
+        dataset = common.shuffled_epochs(
+            dataset, len(split), batch_size, seed, epochs, initial_epoch,
+            drop_remainder=drop_remainder)
+    else:
+        if shuffle:
+            dataset = dataset.shuffle(
+                len(split), seed=seed, reshuffle_each_iteration=True
+            )
+        dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
     if labeled:
         dataset = dataset.map(
             lambda x, y: (prepare(x), y),

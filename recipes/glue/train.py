@@ -171,6 +171,7 @@ def run(args, log=print):
     train_ds = model_lib.make_dataset(
         train, preprocessor, args.batch_size, task, shuffle=True,
         seed=args.seed, drop_remainder=True, trim=trim,
+        epochs=args.epochs, initial_epoch=run_dir.last_epoch(),
     )
     eval_data = {
         split: (model_lib.make_dataset(data, preprocessor, args.batch_size,

@@ -45,7 +45,10 @@ def export_saved_model(path, translator):
         SIGNATURE, translate,
         input_signature=[tf.TensorSpec([None], tf.string, name="source")],
     )
-    archive.write_out(path, verbose=False)
+    # Written to a temporary folder, then renamed: a kill while exporting
+    # never leaves a half-written SavedModel at `path`.
+    common.atomic_write(
+        path, lambda tmp: archive.write_out(tmp, verbose=False))
     return path
 
 

@@ -1,0 +1,251 @@
+"""Training under faults: SIGKILL mid-epoch, atomic checkpoints and exports.
+
+The atomic writer and the history repair are pure Python and run on every
+backend; the tests that train or save Keras weights need the recipes'
+TensorFlow backend and skip on the others.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import keras
+import numpy as np
+import pytest
+
+from recipes import common
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+
+tensorflow_only = pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow",
+    reason="the recipes train with tf.data/tf.distribute and run on the "
+    "TensorFlow backend only; the atomic writer and history repair are "
+    "tested on every backend",
+)
+
+
+class Killed(Exception):
+    """Stands for a kill in the middle of a write."""
+
+
+# ------------------------------------------------------------ atomic writes
+
+
+def test_atomic_write_failure_keeps_the_previous_file(tmp_path):
+    path = str(tmp_path / "state.json")
+    common.write_json(path, {"epoch": 1})
+
+    def half_written(tmp):
+        with open(tmp, "w") as f:
+            f.write('{"epo')
+        raise Killed()
+
+    with pytest.raises(Killed):
+        common.atomic_write(path, half_written)
+    assert common.read_json(path) == {"epoch": 1}
+    assert os.listdir(tmp_path) == ["state.json"]  # no temporary left
+
+    # A first write that fails leaves no file at all.
+    new = str(tmp_path / "results.json")
+    with pytest.raises(Killed):
+        common.atomic_write(new, half_written)
+    assert not os.path.exists(new)
+
+
+def test_atomic_write_of_a_folder_replaces_it_whole(tmp_path):
+    path = str(tmp_path / "export")
+
+    def write_folder(content, fail=False):
+        def write(tmp):
+            os.makedirs(os.path.join(tmp, "variables"))
+            with open(os.path.join(tmp, "saved_model.pb"), "w") as f:
+                f.write(content)
+            if fail:
+                raise Killed()
+        return write
+
+    common.atomic_write(path, write_folder("one"))
+    with pytest.raises(Killed):
+        common.atomic_write(path, write_folder("two", fail=True))
+    assert open(os.path.join(path, "saved_model.pb")).read() == "one"
+    assert sorted(os.listdir(tmp_path)) == ["export"]
+    common.atomic_write(path, write_folder("three"))
+    assert open(os.path.join(path, "saved_model.pb")).read() == "three"
+    assert sorted(os.listdir(tmp_path)) == ["export"]
+
+
+def test_restart_removes_what_a_killed_write_left(tmp_path):
+    run_dir = common.RunDirectory(str(tmp_path), {"a": 1})
+    os.makedirs(run_dir.checkpoint_dir)
+    # What SIGKILL leaves (no `except` runs): temporaries of another pid.
+    leftovers = [
+        os.path.join(run_dir.checkpoint_dir, ".tmp-99-epoch-002.weights.h5"),
+        os.path.join(run_dir.root, ".tmp-99-results.json"),
+    ]
+    for leftover in leftovers:
+        with open(leftover, "w") as f:
+            f.write("half")
+    os.makedirs(os.path.join(run_dir.root, ".tmp-99-export", "variables"))
+    common.RunDirectory(str(tmp_path), {"a": 1})
+    assert sorted(os.listdir(tmp_path)) == ["args.json", "checkpoints"]
+    assert os.listdir(run_dir.checkpoint_dir) == []
+    assert common.temporary_path(leftovers[0]).endswith(".weights.h5")
+
+
+def test_history_keeps_one_line_per_checkpointed_epoch(tmp_path):
+    # Killed after writing epoch 2's line (twice over two earlier kills)
+    # and half of epoch 3's line, with epoch 1 the last checkpoint.
+    run_dir = common.RunDirectory(str(tmp_path), {"a": 1})
+    os.makedirs(run_dir.checkpoint_dir)
+    common.write_json(os.path.join(run_dir.checkpoint_dir, "state.json"),
+                      {"epoch": 1})
+    with open(run_dir.path("history.jsonl"), "w") as f:
+        f.write('{"epoch": 1, "loss": 0.5}\n{"epoch": 2, "loss": 0.4}\n'
+                '{"epoch": 2, "loss": 0.4}\n{"epoch": 3, "lo')
+    run_dir._truncate_history(run_dir.last_epoch())
+    assert run_dir.history() == [{"epoch": 1, "loss": 0.5}]
+
+
+# -------------------------------------------------------- Keras checkpoints
+
+
+def _tiny_model(seed):
+    keras.utils.set_random_seed(seed)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    model.compile(optimizer="adam", loss="mse")
+    model.fit(np.ones((4, 3)), np.zeros((4, 2)), verbose=0, epochs=1)
+    return model
+
+
+@tensorflow_only
+def test_kill_while_checkpointing_restarts_from_last_complete(tmp_path):
+    run_dir = common.RunDirectory(str(tmp_path), {"a": 1})
+    model = _tiny_model(0)
+    checkpoint = run_dir.callbacks(tensorboard=False)[0]
+    checkpoint.set_model(model)
+    checkpoint.on_epoch_end(0, {"loss": 1.0})
+    saved = [w.copy() for w in model.get_weights()]
+
+    # Epoch 2's checkpoint dies half-written.
+    model.fit(np.ones((4, 3)), np.zeros((4, 2)), verbose=0, epochs=1)
+    save_weights = model.save_weights
+
+    def dies_while_writing(path, **kwargs):
+        save_weights(path, **kwargs)
+        with open(path, "r+b") as f:
+            f.truncate(100)
+        raise Killed()
+
+    model.save_weights = dies_while_writing
+    with pytest.raises(Killed):
+        checkpoint.on_epoch_end(1, {"loss": 0.5})
+    assert not os.path.exists(run_dir.checkpoint_path(2))
+    assert sorted(os.listdir(run_dir.checkpoint_dir)) == [
+        "epoch-001.weights.h5", "state.json"]
+
+    # A restart loads epoch 1 and drops epoch 2's history line.
+    restarted = common.RunDirectory(str(tmp_path), {"a": 1})
+    fresh = _tiny_model(1)
+    assert restarted.restore(fresh) == 1
+    for a, b in zip(fresh.get_weights(), saved):
+        np.testing.assert_array_equal(a, b)
+    assert [h["epoch"] for h in restarted.history()] == [1]
+
+
+# ------------------------------------------------------- SIGKILL, resume
+
+
+RECIPE = ["--task=builtin", "--synthesizer=random+vanilla",
+          "--max_train_examples=480", "--batch_size=16", "--epochs=3",
+          "--max_length=24", "--hidden_dim=16", "--num_heads=2",
+          "--num_layers=1", "--vocab_size=200", "--learning_rate=3e-3",
+          # No dropout: a resumed run's dropout masks would differ.
+          "--dropout=0", "--verbose=2", "--no_tensorboard", "--no_export"]
+
+
+def _start(run_dir):
+    env = dict(os.environ, KERAS_BACKEND="tensorflow", PYTHONUNBUFFERED="1",
+               TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=REPO)
+    return subprocess.Popen(
+        [sys.executable, "-m", "recipes.glue", f"--model_dir={run_dir}"]
+        + RECIPE,
+        cwd=REPO, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, text=True)
+
+
+def _finish(process, timeout=240):
+    out, _ = process.communicate(timeout=timeout)
+    assert process.returncode == 0, out[-2000:]
+    return out
+
+
+def _comparable(history):
+    return [{k: v for k, v in h.items() if k != "steps_per_second"}
+            for h in history]
+
+
+@tensorflow_only
+def test_sigkill_mid_epoch_resumes_with_the_same_metrics(tmp_path):
+    killed_dir = str(tmp_path / "killed")
+    clean_dir = str(tmp_path / "clean")
+    state = os.path.join(killed_dir, "checkpoints", "state.json")
+
+    # 1. Killed once epoch 1's checkpoint exists and epoch 2 has begun.
+    process = _start(killed_dir)
+    deadline = time.time() + 240
+    seen = []
+    try:
+        for line in process.stdout:
+            seen.append(line)
+            if line.startswith("Epoch 2/") and os.path.isfile(state):
+                process.send_signal(signal.SIGKILL)
+                break
+            assert time.time() < deadline, "".join(seen)[-2000:]
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == -signal.SIGKILL, "".join(seen)[-2000:]
+    assert common.read_json(state) == {"epoch": 1}  # killed in epoch 2
+    assert not os.path.exists(os.path.join(killed_dir, "results.json"))
+
+    # 2. Started again with the same arguments; 3. an uninterrupted run.
+    resumed = _start(killed_dir)
+    out = _finish(resumed)
+    assert "Resuming after epoch 1 from" in out
+    assert "Epoch 1/3" not in out and "Epoch 2/3" in out
+    _finish(_start(clean_dir))
+
+    killed = common.read_json(os.path.join(killed_dir, "results.json"))
+    clean = common.read_json(os.path.join(clean_dir, "results.json"))
+    assert killed["resumed_from_epoch"] == 1
+    assert clean["resumed_from_epoch"] == 0
+    steps = 480 // 16
+    assert killed["optimizer_steps"] == clean["optimizer_steps"] == 3 * steps
+    # No duplicate or missing epoch, in results.json and in history.jsonl.
+    assert [h["epoch"] for h in killed["history"]] == [1, 2, 3]
+    with open(os.path.join(killed_dir, "history.jsonl")) as f:
+        assert [json.loads(line)["epoch"] for line in f] == [1, 2, 3]
+    # Same metrics: the resumed epochs see the same batches (a per-epoch
+    # shuffle seed) from the same weights and optimizer state. The
+    # tolerance only covers float reduction order in TF's CPU kernels.
+    a, b = _comparable(killed["history"]), _comparable(clean["history"])
+    assert [sorted(h) for h in a] == [sorted(h) for h in b]
+    for ha, hb in zip(a, b):
+        for key in ha:
+            np.testing.assert_allclose(ha[key], hb[key], rtol=1e-4,
+                                       atol=1e-5, err_msg=key)
+    for split, values in clean["metrics"].items():
+        for name, value in values.items():
+            np.testing.assert_allclose(killed["metrics"][split][name], value,
+                                       rtol=1e-4, atol=1e-5)
+    # Nothing half-written or temporary is left behind.
+    for root, dirs, files in os.walk(killed_dir):
+        assert not [n for n in dirs + files
+                    if n.startswith(common.TMP_PREFIX)], root
