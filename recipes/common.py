@@ -582,11 +582,14 @@ def shuffled_epochs(dataset, buffer_size, batch_size, seed, epochs,
     epochs this process has run). Pass `steps_per_epoch` (the number of
     batches per epoch) to `Model.fit`: the stream has no known length.
     """
-    if not 0 <= initial_epoch < epochs:
+    if not 0 <= initial_epoch <= epochs:
         raise ValueError(
-            f"Expected 0 <= initial_epoch < epochs. Received: "
+            f"Expected 0 <= initial_epoch <= epochs. Received: "
             f"initial_epoch={initial_epoch}, epochs={epochs}")
-    stream = None
+    # All epochs done (killed before the results were written): no batches.
+    stream = dataset.take(0).batch(batch_size, drop_remainder=drop_remainder)
+    if initial_epoch < epochs:
+        stream = None
     for epoch in range(initial_epoch, epochs):
         batches = dataset.shuffle(
             buffer_size, seed=(seed * 1000003 + epoch) % (2**31 - 1),

@@ -216,15 +216,16 @@ def run(args, log=print):
     callbacks = [timer, _eval_callback(task, eval_data, log)]
     callbacks += run_dir.callbacks(tensorboard=args.tensorboard)
     train_start = time.time()
-    model.fit(
-        train_ds,
-        epochs=args.epochs,
-        initial_epoch=initial_epoch,
-        steps_per_epoch=steps_per_epoch,
-        callbacks=callbacks,
-        verbose=args.verbose,
-        shuffle=False,  # the dataset is shuffled (seeded) by tf.data
-    )
+    if initial_epoch < args.epochs:  # else killed before results.json
+        model.fit(
+            train_ds,
+            epochs=args.epochs,
+            initial_epoch=initial_epoch,
+            steps_per_epoch=steps_per_epoch,
+            callbacks=callbacks,
+            verbose=args.verbose,
+            shuffle=False,  # shuffled per epoch (seeded) by tf.data
+        )
     train_time = time.time() - train_start
 
     # Final evaluation.

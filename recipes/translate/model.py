@@ -152,19 +152,29 @@ def encode_corpus(preprocessor, parallel):
 
 
 def make_dataset(encoded, batch_size, shuffle=False, seed=0,
-                 drop_remainder=False, static_shapes=False):
+                 drop_remainder=False, static_shapes=False, epochs=None,
+                 initial_epoch=0):
     """`((inputs, labels, weights))` batches for `Model.fit/evaluate`.
 
     Batches are cut to their longest sequence unless `static_shapes`
-    (XLA, TPU), which keeps every batch `(batch, max_length)`.
+    (XLA, TPU), which keeps every batch `(batch, max_length)`. With
+    `shuffle` and `epochs`: the batches of epochs `initial_epoch ..
+    epochs - 1` in one stream, each epoch's order fixed by `(seed, epoch)`
+    (`common.shuffled_epochs`), so that a resumed run sees the batches an
+    uninterrupted one sees.
     """
     dataset = tf.data.Dataset.from_tensor_slices(
         (encoded["src"], encoded["tgt_in"], encoded["tgt_out"])
     )
-    if shuffle:
-        dataset = dataset.shuffle(len(encoded["src"]), seed=seed,
-                                  reshuffle_each_iteration=True)
-    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+    if shuffle and epochs is not None:
+        dataset = common.shuffled_epochs(
+            dataset, len(encoded["src"]), batch_size, seed, epochs,
+            initial_epoch, drop_remainder=drop_remainder)
+    else:
+        if shuffle:
+            dataset = dataset.shuffle(len(encoded["src"]), seed=seed,
+                                      reshuffle_each_iteration=True)
+        dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
 
     def to_inputs(src, tgt_in, tgt_out):
         if not static_shapes:

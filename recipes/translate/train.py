@@ -291,7 +291,8 @@ def run(args, log=print):
     static = args.jit_compile or args.strategy == "tpu"
     train_ds = model_lib.make_dataset(
         encoded, args.batch_size, shuffle=True, seed=args.seed,
-        drop_remainder=True, static_shapes=static)
+        drop_remainder=True, static_shapes=static, epochs=args.epochs,
+        initial_epoch=run_dir.last_epoch())
     valid_ds = None
     if "valid" in corpus:
         valid_encoded = model_lib.encode_corpus(preprocessor, corpus["valid"])

@@ -157,11 +157,34 @@ def test_kill_while_checkpointing_restarts_from_last_complete(tmp_path):
     assert [h["epoch"] for h in restarted.history()] == [1]
 
 
+@tensorflow_only
+def test_shuffled_epochs_depend_only_on_seed_and_epoch():
+    import tensorflow as tf
+
+    data = tf.data.Dataset.range(10)
+
+    def batches(initial_epoch, seed=0):
+        return [b.numpy().tolist() for b in common.shuffled_epochs(
+            data, 10, 4, seed, 3, initial_epoch)]
+
+    full = batches(0)
+    assert len(full) == 3 * 2  # drop_remainder: 2 batches an epoch
+    assert batches(1) == full[2:] and batches(2) == full[4:]
+    assert batches(3) == []  # every epoch done
+    assert full[:2] != full[2:4]  # each epoch has its own order
+    assert batches(0, seed=1) != full
+    for epoch in range(3):
+        seen = sum(full[2 * epoch:2 * epoch + 2], [])
+        assert len(set(seen)) == 8 and set(seen) <= set(range(10))
+    with pytest.raises(ValueError, match="initial_epoch=4"):
+        common.shuffled_epochs(data, 10, 4, 0, 3, 4)
+
+
 # ------------------------------------------------------- SIGKILL, resume
 
 
 RECIPE = ["--task=builtin", "--synthesizer=random+vanilla",
-          "--max_train_examples=480", "--batch_size=16", "--epochs=3",
+          "--max_train_examples=320", "--batch_size=16", "--epochs=3",
           "--max_length=24", "--hidden_dim=16", "--num_heads=2",
           "--num_layers=1", "--vocab_size=200", "--learning_rate=3e-3",
           # No dropout: a resumed run's dropout masks would differ.
@@ -226,7 +249,7 @@ def test_sigkill_mid_epoch_resumes_with_the_same_metrics(tmp_path):
     clean = common.read_json(os.path.join(clean_dir, "results.json"))
     assert killed["resumed_from_epoch"] == 1
     assert clean["resumed_from_epoch"] == 0
-    steps = 480 // 16
+    steps = 320 // 16
     assert killed["optimizer_steps"] == clean["optimizer_steps"] == 3 * steps
     # No duplicate or missing epoch, in results.json and in history.jsonl.
     assert [h["epoch"] for h in killed["history"]] == [1, 2, 3]
@@ -245,6 +268,21 @@ def test_sigkill_mid_epoch_resumes_with_the_same_metrics(tmp_path):
         for name, value in values.items():
             np.testing.assert_allclose(killed["metrics"][split][name], value,
                                        rtol=1e-4, atol=1e-5)
+    # Killed after the last checkpoint, before results.json: a restart
+    # trains no more and writes the same results.
+    os.remove(os.path.join(clean_dir, "results.json"))
+    from recipes.glue import train as train_lib
+
+    again = train_lib.run(
+        train_lib.build_parser().parse_args(
+            [f"--model_dir={clean_dir}"] + RECIPE + ["--verbose=0"]),
+        log=lambda *_: None)
+    assert again["resumed_from_epoch"] == 3
+    assert again["optimizer_steps"] == 3 * steps
+    assert _comparable(again["history"]) == _comparable(clean["history"])
+    np.testing.assert_allclose(again["metrics"]["dev"]["accuracy"],
+                               clean["metrics"]["dev"]["accuracy"],
+                               atol=1e-6)
     # Nothing half-written or temporary is left behind.
     for root, dirs, files in os.walk(killed_dir):
         assert not [n for n in dirs + files
