@@ -601,19 +601,17 @@ class SynthesizerAttention(keras.layers.Layer):
         self, query, keys, query_start_index, query_length, key_length
     ):
         """Returns the (mixed) logits: `(B, H, T, S)` or `(H, T, S)`."""
-        logits = [
-            synthesizer.logits(
-                query, keys, query_start_index, query_length, key_length
-            )
-            for synthesizer in self._synthesizers
-        ]
-        if len(logits) == 1:
-            return logits[0]
-        weights = ops.softmax(self._mixture_logits, axis=-1)  # (H, N)
+        weights = None
+        if len(self._synthesizers) > 1:
+            weights = ops.softmax(self._mixture_logits, axis=-1)  # (H, N)
+        # Each component applies its weight to its own smallest tensor: the
+        # mixture only adds (H, T, S) / (B, H, T, S) logits, never rescales.
         mixed = None
-        for i, component in enumerate(logits):
-            weight = ops.reshape(weights[:, i], (self._num_heads, 1, 1))
-            term = component * weight
+        for i, synthesizer in enumerate(self._synthesizers):
+            term = synthesizer.logits(
+                query, keys, query_start_index, query_length, key_length,
+                scale=None if weights is None else weights[:, i],
+            )
             mixed = term if mixed is None else mixed + term
         return mixed
 

@@ -131,7 +131,8 @@ class Synthesizer(keras.layers.Layer):
         """Projects the key input; `None` for synthesizers without keys."""
         return None
 
-    def logits(self, query, key, query_start, query_length, key_length):
+    def logits(self, query, key, query_start, query_length, key_length,
+               scale=None):
         """Returns the attention logits of this synthesizer.
 
         Args:
@@ -142,8 +143,20 @@ class Synthesizer(keras.layers.Layer):
                 index during decoding); an int or a scalar tensor.
             query_length: `T`.
             key_length: `S`.
+            scale: optional per-head factors `(H,)` (the mixture weights),
+                applied to the smallest tensor that the logits are linear
+                in, so that a mixture never rescales `B x H x T x S` logits.
         """
         raise NotImplementedError
+
+
+def _scaled(x, scale, head_axis):
+    """`x` times `scale (H,)` broadcast along `head_axis` of `x`."""
+    if scale is None:
+        return x
+    shape = [1] * len(x.shape)
+    shape[head_axis] = -1
+    return x * ops.reshape(ops.cast(scale, x.dtype), shape)
 
 
 def _clone(initializer):
@@ -171,10 +184,15 @@ class VanillaSynthesizer(Synthesizer):
     def project_key(self, key):
         return self.key_dense(key)
 
-    def logits(self, query, key, query_start, query_length, key_length):
+    def logits(self, query, key, query_start, query_length, key_length,
+               scale=None):
         query = ops.cast(self.query_dense(query), self.logits_dtype)
         key = ops.cast(key, self.logits_dtype)
-        query = ops.multiply(query, 1.0 / float(self.key_dim) ** 0.5)
+        factor = 1.0 / float(self.key_dim) ** 0.5
+        if scale is None:
+            query = ops.multiply(query, factor)
+        else:  # (B, T, H, k) times (H, 1): one pass over the queries.
+            query = _scaled(query, ops.multiply(scale, factor), 2)
         return ops.einsum("btnk,bsnk->bnts", query, key)
 
 
@@ -203,13 +221,14 @@ class DenseSynthesizer(Synthesizer):
                 _clone(kw["bias_initializer"]),
             )
 
-    def logits(self, query, key, query_start, query_length, key_length):
+    def logits(self, query, key, query_start, query_length, key_length,
+               scale=None):
         hidden = ops.cast(self.hidden(query), self.logits_dtype)
-        kernel = ops.slice(
+        kernel = _scaled(ops.slice(
             self.kernel.value,
             (0, 0, 0),
             (self.num_heads, self.key_dim, key_length),
-        )
+        ), scale, 0)
         # Batched over (b, n), the product comes out as (B, H, T, S): batched
         # over heads alone it would come out (H, B, T, S) and need a
         # transpose of the largest tensor (forward and backward). The
@@ -222,7 +241,7 @@ class DenseSynthesizer(Synthesizer):
         logits = ops.einsum("btnk,bnks->bnts", hidden, kernel)
         if self.bias is not None:
             bias = ops.slice(self.bias.value, (0, 0), (self.num_heads, key_length))
-            logits = logits + ops.expand_dims(bias, 1)
+            logits = logits + ops.expand_dims(_scaled(bias, scale, 0), 1)
         return logits
 
 
@@ -263,7 +282,8 @@ class FactorizedDenseSynthesizer(Synthesizer):
                     )
                 )
 
-    def logits(self, query, key, query_start, query_length, key_length):
+    def logits(self, query, key, query_start, query_length, key_length,
+               scale=None):
         hidden = ops.cast(self.hidden(query), self.logits_dtype)
         factors = []
         for i, kernel in enumerate(self.kernels):
@@ -271,6 +291,7 @@ class FactorizedDenseSynthesizer(Synthesizer):
             if self.biases:
                 factor = factor + ops.expand_dims(self.biases[i], 1)
             factors.append(factor)
+        factors[0] = _scaled(factors[0], scale, 1)  # (B, H, T, a)
         a, b = self.sizes
         rows = ops.einsum("bnta,bntc->bntac", factors[0], factors[1])
         rows = ops.reshape(
@@ -299,12 +320,13 @@ class RandomSynthesizer(Synthesizer):
             regularized=False,
         )
 
-    def logits(self, query, key, query_start, query_length, key_length):
-        return ops.slice(
+    def logits(self, query, key, query_start, query_length, key_length,
+               scale=None):
+        return _scaled(ops.slice(
             self.kernel.value,
             (0, query_start, 0),
             (self.num_heads, query_length, key_length),
-        )
+        ), scale, 0)
 
 
 class FixedRandomSynthesizer(RandomSynthesizer):
@@ -333,11 +355,12 @@ class FactorizedRandomSynthesizer(Synthesizer):
             "right", shape, _clone(self.random_initializer), regularized=False
         )
 
-    def logits(self, query, key, query_start, query_length, key_length):
+    def logits(self, query, key, query_start, query_length, key_length,
+               scale=None):
         heads, rank = self.num_heads, self.rank
-        left = ops.slice(
+        left = _scaled(ops.slice(
             self.left.value, (0, query_start, 0), (heads, query_length, rank)
-        )
+        ), scale, 0)
         right = ops.slice(self.right.value, (0, 0, 0), (heads, key_length, rank))
         return ops.einsum("ntr,nsr->nts", left, right)
 
