@@ -87,6 +87,11 @@ def add_common_flags(parser, default_batch_size=32, default_epochs=3,
                        "decay, AdamW).")
     group.add_argument("--warmup_fraction", type=float, default=0.1)
     group.add_argument("--weight_decay", type=float, default=0.01)
+    group.add_argument("--ema_momentum", type=float, default=None,
+                       help="Keep an exponential moving average of the "
+                       "weights with this momentum (e.g. 0.999) and "
+                       "evaluate and export it; the per-epoch log lines "
+                       "show the raw weights. Off by default.")
     group.add_argument("--seed", type=int, default=0)
     group.add_argument("--strategy", choices=STRATEGIES, default="one_device",
                        help="tf.distribute strategy: one device, "
@@ -111,6 +116,15 @@ def positive(name, value):
     if value is None or value <= 0:
         raise ValueError(
             f"Argument `--{name}` must be positive. Received: --{name}={value}"
+        )
+
+
+def check_ema_momentum(value):
+    """Raises a ValueError unless `--ema_momentum` is None or in (0, 1)."""
+    if value is not None and not 0.0 < value < 1.0:
+        raise ValueError(
+            "Argument `--ema_momentum` must be in (0, 1), e.g. 0.999. "
+            f"Received: --ema_momentum={value}"
         )
 
 
@@ -311,6 +325,25 @@ def learning_rate_schedule(peak, total_steps, warmup_fraction=0.1):
         warmup_target=peak if warmup else None,
         warmup_steps=warmup,
     )
+
+
+def ema_options(ema_momentum):
+    """Optimizer keyword arguments for `--ema_momentum` (None: no EMA)."""
+    if ema_momentum is None:
+        return {}
+    return {"use_ema": True, "ema_momentum": ema_momentum}
+
+
+def finalize_weights(model):
+    """Gives a restored, already finished run the weights `fit` ends with:
+    the moving average under `--ema_momentum` (a no-op without it).
+
+    `Model.fit` swaps the average in when it ends, but a run restarted
+    after its last checkpoint skips `fit`, and checkpoints hold the raw
+    weights (the average lives in the optimizer's state).
+    """
+    if model.optimizer is not None:
+        model.optimizer.finalize_variable_values(model.trainable_variables)
 
 
 def count_params(model):

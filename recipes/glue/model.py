@@ -73,20 +73,47 @@ def trim_batch(inputs):
     return {key: value[:, :length] for key, value in inputs.items()}
 
 
+def drop_tokens(inputs, rate, seed, special_ids):
+    """Token dropout (word dropout as in Iyyer et al., 2015): each token
+    other than `[CLS]`/`[SEP]`/padding leaves the padding mask with
+    probability `rate`, so that attention and pooling skip it; the
+    positions of the others stay. `seed`: a stateless seed `(2,)`;
+    `special_ids`: the ids never dropped."""
+    token_ids, mask = inputs["token_ids"], inputs["padding_mask"]
+    special = tf.reduce_any(tf.equal(
+        token_ids[..., None], tf.constant(special_ids, token_ids.dtype)),
+        axis=-1)
+    keep = tf.random.stateless_uniform(tf.shape(token_ids), seed) >= rate
+    mask = mask * tf.cast(keep | special, mask.dtype)
+    return dict(inputs, padding_mask=mask)
+
+
 def make_dataset(split, preprocessor, batch_size, task, shuffle=False,
                  seed=0, labeled=True, drop_remainder=False, trim=False,
-                 epochs=None, initial_epoch=0):
+                 epochs=None, initial_epoch=0, token_dropout=0.0):
     """A batched `tf.data.Dataset` of `(inputs, labels)` (or `inputs`).
 
     With `trim=True` each batch is cut to its longest sequence (dynamic
     shapes; not for TPUs). With `shuffle` and `epochs`, the batches of
     epochs `initial_epoch .. epochs - 1` in one stream, each epoch's order
     fixed by `(seed, epoch)` (`common.shuffled_epochs`), so that a resumed
-    run sees the same batches as an uninterrupted one.
+    run sees the same batches as an uninterrupted one; `token_dropout`
+    (training streams only) then drops tokens with a seed derived from
+    `(seed, batch number)`, so that a resumed run drops the same ones.
     """
-    def prepare(texts):
+    if token_dropout and not (shuffle and epochs is not None):
+        raise ValueError("`token_dropout` is for training streams (with "
+                         "`shuffle` and `epochs`).")
+    special_ids = [preprocessor.vocab.index(t)
+                   for t in (common.CLS, common.SEP)]
+
+    def prepare(texts, index=None):
         inputs = preprocessor(texts)
-        return trim_batch(inputs) if trim else inputs
+        inputs = trim_batch(inputs) if trim else inputs
+        if index is not None:
+            inputs = drop_tokens(inputs, token_dropout,
+                                 tf.stack([seed, index]), special_ids)
+        return inputs
 
     columns = tuple(
         tf.constant(split.column(i), dtype=tf.string)
@@ -108,7 +135,16 @@ def make_dataset(split, preprocessor, batch_size, task, shuffle=False,
                 len(split), seed=seed, reshuffle_each_iteration=True
             )
         dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
-    if labeled:
+    if labeled and token_dropout:
+        # Batch numbers continue across a resume (whole epochs).
+        per_epoch = (len(split) // batch_size if drop_remainder
+                     else -(-len(split) // batch_size))
+        start = initial_epoch * per_epoch
+        dataset = dataset.enumerate(start=start).map(
+            lambda i, xy: (prepare(xy[0], tf.cast(i, tf.int32)), xy[1]),
+            num_parallel_calls=tf.data.AUTOTUNE,
+        )
+    elif labeled:
         dataset = dataset.map(
             lambda x, y: (prepare(x), y),
             num_parallel_calls=tf.data.AUTOTUNE,
@@ -229,13 +265,16 @@ def build_model(
 
 
 def compile_model(model, task, learning_rate, total_steps,
-                  warmup_fraction=0.1, weight_decay=0.01, jit_compile=False):
-    """AdamW with warmup + cosine decay; cross-entropy or MSE (STS-B)."""
+                  warmup_fraction=0.1, weight_decay=0.01, jit_compile=False,
+                  ema_momentum=None):
+    """AdamW with warmup + cosine decay (and a moving average of the weights
+    with `ema_momentum`); cross-entropy or MSE (STS-B)."""
     schedule = common.learning_rate_schedule(
         learning_rate, total_steps, warmup_fraction
     )
     optimizer = keras.optimizers.AdamW(
-        learning_rate=schedule, weight_decay=weight_decay, clipnorm=1.0
+        learning_rate=schedule, weight_decay=weight_decay, clipnorm=1.0,
+        **common.ema_options(ema_momentum),
     )
     optimizer.exclude_from_weight_decay(var_names=["bias", "gamma", "beta"])
     if task.is_regression:

@@ -56,6 +56,9 @@ def build_parser():
     group.add_argument("--intermediate_dim", type=int, default=None,
                        help="Feedforward width (default 4 x hidden_dim).")
     group.add_argument("--dropout", type=float, default=0.1)
+    group.add_argument("--token_dropout", type=float, default=0.0,
+                       help="Word dropout: the probability that a training "
+                       "token is left out of attention and pooling.")
     group.add_argument("--pooling", choices=("mean", "cls"), default="mean")
     group.add_argument("--factorized_rank", type=int, default=8)
     group.add_argument(
@@ -90,9 +93,11 @@ def validate_args(args):
                          "short to pack a sentence.")
     if args.max_train_examples is not None:
         common.positive("max_train_examples", args.max_train_examples)
-    if not 0.0 <= args.dropout < 1.0:
-        raise ValueError(f"Argument `--dropout` must be in [0, 1). "
-                         f"Received: --dropout={args.dropout}")
+    common.check_ema_momentum(args.ema_momentum)
+    for name in ("dropout", "token_dropout"):
+        if not 0.0 <= getattr(args, name) < 1.0:
+            raise ValueError(f"Argument `--{name}` must be in [0, 1). "
+                             f"Received: --{name}={getattr(args, name)}")
     if args.model_dir is None:
         args.model_dir = os.path.join(
             "runs", "glue", f"{task.name}-{args.synthesizer.replace('+', '_')}"
@@ -172,6 +177,7 @@ def run(args, log=print):
         train, preprocessor, args.batch_size, task, shuffle=True,
         seed=args.seed, drop_remainder=True, trim=trim,
         epochs=args.epochs, initial_epoch=run_dir.last_epoch(),
+        token_dropout=args.token_dropout,
     )
     eval_data = {
         split: (model_lib.make_dataset(data, preprocessor, args.batch_size,
@@ -201,6 +207,7 @@ def run(args, log=print):
             model, task, args.learning_rate, steps_per_epoch * args.epochs,
             warmup_fraction=args.warmup_fraction,
             weight_decay=args.weight_decay, jit_compile=args.jit_compile,
+            ema_momentum=args.ema_momentum,
         )
         initial_epoch = run_dir.restore(model)
     parameters = common.count_params(model)
@@ -226,6 +233,8 @@ def run(args, log=print):
             verbose=args.verbose,
             shuffle=False,  # shuffled per epoch (seeded) by tf.data
         )
+    else:
+        common.finalize_weights(model)
     train_time = time.time() - train_start
 
     # Final evaluation.

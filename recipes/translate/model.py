@@ -467,12 +467,13 @@ class InverseSqrtSchedule(keras.optimizers.schedules.LearningRateSchedule):
 
 
 def compile_model(model, learning_rate, warmup_steps, label_smoothing=0.1,
-                  weight_decay=0.0, jit_compile=False):
-    """Adam(0.9, 0.98, 1e-9) as in the paper (AdamW when `weight_decay`);
+                  weight_decay=0.0, jit_compile=False, ema_momentum=None):
+    """Adam(0.9, 0.98, 1e-9) as in the paper (AdamW when `weight_decay`),
+    with a moving average of the weights when `ema_momentum` is given;
     under `mixed_float16`, `compile` adds dynamic loss scaling."""
     schedule = InverseSqrtSchedule(learning_rate, warmup_steps)
     options = dict(learning_rate=schedule, beta_1=0.9, beta_2=0.98,
-                   epsilon=1e-9)
+                   epsilon=1e-9, **common.ema_options(ema_momentum))
     optimizer = (keras.optimizers.AdamW(weight_decay=weight_decay, **options)
                  if weight_decay else keras.optimizers.Adam(**options))
     model.compile(

@@ -157,6 +157,7 @@ def validate_args(args):
                  "time_budget_minutes"):
         if getattr(args, name) is not None:
             common.positive(name, getattr(args, name))
+    common.check_ema_momentum(args.ema_momentum)
     if args.max_length < 3:
         raise ValueError(f"Argument `--max_length` must be at least 3 "
                          f"([CLS], a token, [SEP]). Received: "
@@ -318,7 +319,8 @@ def run(args, log=print):
         model_lib.compile_model(
             model, args.learning_rate, warmup_steps,
             label_smoothing=args.label_smoothing,
-            weight_decay=args.weight_decay, jit_compile=args.jit_compile)
+            weight_decay=args.weight_decay, jit_compile=args.jit_compile,
+            ema_momentum=args.ema_momentum)
         initial_epoch = run_dir.restore(model)
     parameters = common.count_params(model)
     log(f"Model: {args.num_layers}+{args.num_layers} blocks, self-attention "
@@ -342,6 +344,8 @@ def run(args, log=print):
         model.fit(train_ds, epochs=args.epochs, initial_epoch=initial_epoch,
                   steps_per_epoch=steps_per_epoch, validation_data=valid_ds,
                   callbacks=callbacks, verbose=args.verbose, shuffle=False)
+    else:
+        common.finalize_weights(model)
     train_time = time.time() - train_start
     history = run_dir.history()
     steps_per_second = (timer.steps_per_second if timer.steps else (

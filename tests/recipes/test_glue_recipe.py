@@ -244,6 +244,10 @@ def test_sentence_pairs_from_glue_tsv(tmp_path):
      r"--synthesizer.*Unknown variant 'randum'"),
     (["--task=sst2", "--data_dir={tmp}"], r"no files of task 'sst2'"),
     (["--task=builtin", "--epochs=0"], r"--epochs.*must be positive"),
+    (["--task=builtin", "--token_dropout=1"],
+     r"--token_dropout.*\[0, 1\).*--token_dropout=1\.0"),
+    (["--task=builtin", "--ema_momentum=1.5"],
+     r"--ema_momentum.*\(0, 1\).*1\.5"),
     (["--task=builtin", "--hidden_dim=10", "--num_heads=4",
       "--max_train_examples=32"], r"--hidden_dim.*divisible"),
 ])
@@ -292,3 +296,102 @@ def test_mixed_precision_and_jit_compile_train(precision, jit_compile):
     encoder = model.get_layer("encoder_0")
     expected = "float32" if precision == "float32" else precision
     assert encoder.compute_dtype == expected
+
+
+def test_ema_weights_are_evaluated_and_restored(tmp_path):
+    # --ema_momentum: `fit` ends on the moving average of the weights, and a
+    # run restarted after its last checkpoint (no `fit`) gets it back too.
+    task = tasks.get_task("sst2")
+    momentum = 0.5
+
+    def make_model():
+        keras.utils.set_random_seed(1)
+        model, _ = model_lib.build_model(
+            vocab_size=len(VOCAB), num_classes=2, num_segments=1,
+            sequence_length=12, synthesizer="random+vanilla", hidden_dim=8,
+            num_layers=1, num_heads=2, dropout=0.0)
+        model_lib.compile_model(model, task, 1e-2, total_steps=3,
+                                ema_momentum=momentum)
+        return model
+
+    pre = model_lib.GluePreprocessor(VOCAB, 1, 12)
+    inputs = pre((tf.constant(["the cat sat", "a dog", "the mat",
+                               "a cat", "dogs sat .", "the cat"]),))
+    labels = np.array([1, 0, 1, 0, 0, 1], dtype="int32")
+
+    raw, average = [], None
+
+    class Record(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            nonlocal average
+            weights = [np.array(v.numpy()) for v in
+                       self.model.trainable_variables]
+            raw.append(weights)
+            average = weights if average is None else [
+                momentum * a + (1 - momentum) * w
+                for a, w in zip(average, weights)]
+
+    run_dir = common.RunDirectory(str(tmp_path / "run"), {"test": 1})
+    model = make_model()
+    model.fit(inputs, labels, batch_size=2, epochs=1, shuffle=False,
+              verbose=0, callbacks=[Record()] + run_dir.callbacks(
+                  tensorboard=False))
+    assert len(raw) == 3
+    final = [v.numpy() for v in model.trainable_variables]
+    for got, want, last in zip(final, average, raw[-1]):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert any(not np.allclose(a, r) for a, r in zip(average, raw[-1]))
+
+    restarted = make_model()
+    assert run_dir.restore(restarted) == 1
+    for got, want in zip(restarted.trainable_variables, raw[-1]):
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)
+    common.finalize_weights(restarted)
+    for got, want in zip(restarted.trainable_variables, final):
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)
+    np.testing.assert_allclose(restarted.predict(inputs, verbose=0),
+                               model.predict(inputs, verbose=0), rtol=1e-5)
+
+
+def test_token_dropout_is_seeded_and_spares_special_tokens():
+    from recipes.glue import tsv
+
+    task = tasks.get_task("sst2")
+    words = ["the cat sat on the mat .", "a dog sat", "the dogs",
+             "a cat sat on a dog .", "the mat", "cat"]
+    split = tsv.Split(texts=[(w,) for w in words * 4],
+                      labels=[i % 2 for i in range(24)], ids=None)
+    pre = model_lib.GluePreprocessor(VOCAB, 1, 12)
+
+    def batches(initial_epoch, token_dropout):
+        dataset = model_lib.make_dataset(
+            split, pre, 4, task, shuffle=True, seed=3, drop_remainder=True,
+            trim=True, epochs=2, initial_epoch=initial_epoch,
+            token_dropout=token_dropout)
+        return [{k: v.numpy() for k, v in x.items()} for x, _ in dataset]
+
+    plain, dropped = batches(0, 0.0), batches(0, 0.5)
+    assert len(plain) == len(dropped) == 12
+    cls_sep = [VOCAB.index(common.CLS), VOCAB.index(common.SEP)]
+    kept = removed = 0
+    for a, b in zip(plain, dropped):
+        np.testing.assert_array_equal(a["token_ids"], b["token_ids"])
+        special = np.isin(a["token_ids"], cls_sep)
+        # Only real, non-special tokens leave the mask.
+        assert np.all(b["padding_mask"] <= a["padding_mask"])
+        assert np.all(b["padding_mask"][special] == 1)
+        words_mask = (a["padding_mask"] == 1) & ~special
+        kept += int(b["padding_mask"][words_mask].sum())
+        removed += int((1 - b["padding_mask"][words_mask]).sum())
+    assert 0.3 < removed / (kept + removed) < 0.7
+    # Seeded: the same run drops the same tokens; a run resumed after
+    # epoch 1 drops what an uninterrupted run drops in epoch 2.
+    again, resumed = batches(0, 0.5), batches(1, 0.5)
+    for a, b in zip(dropped, again):
+        np.testing.assert_array_equal(a["padding_mask"], b["padding_mask"])
+    assert len(resumed) == 6
+    for a, b in zip(dropped[6:], resumed):
+        np.testing.assert_array_equal(a["token_ids"], b["token_ids"])
+        np.testing.assert_array_equal(a["padding_mask"], b["padding_mask"])
+    with pytest.raises(ValueError, match="token_dropout"):
+        model_lib.make_dataset(split, pre, 4, task, token_dropout=0.5)
