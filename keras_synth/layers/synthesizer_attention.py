@@ -601,19 +601,54 @@ class SynthesizerAttention(keras.layers.Layer):
         self, query, keys, query_start_index, query_length, key_length
     ):
         """Returns the (mixed) logits: `(B, H, T, S)` or `(H, T, S)`."""
-        weights = None
-        if len(self._synthesizers) > 1:
-            weights = ops.softmax(self._mixture_logits, axis=-1)  # (H, N)
+        args = (query, keys, query_start_index, query_length, key_length)
+        if len(self._synthesizers) == 1:
+            return self._synthesizers[0].logits(*args)
+        weights = ops.softmax(self._mixture_logits, axis=-1)  # (H, N)
         # Each component applies its weight to its own smallest tensor: the
         # mixture only adds (H, T, S) / (B, H, T, S) logits, never rescales.
-        mixed = None
+        # Two or more bilinear components share one contraction.
+        fuse = (self._fast_paths
+                and sum(s.bilinear for s in self._synthesizers) > 1)
+        terms, factors = [], []
         for i, synthesizer in enumerate(self._synthesizers):
-            term = synthesizer.logits(
-                query, keys, query_start_index, query_length, key_length,
-                scale=None if weights is None else weights[:, i],
-            )
-            mixed = term if mixed is None else mixed + term
+            if fuse and synthesizer.bilinear:
+                factors.append(synthesizer.factors(*args, scale=weights[:, i]))
+            else:
+                terms.append(synthesizer.logits(*args, scale=weights[:, i]))
+        if factors:
+            terms.append(self._contract_factors(factors))
+        mixed = terms[0]
+        for term in terms[1:]:
+            mixed = mixed + term
         return mixed
+
+    def _contract_factors(self, factors):
+        """`sum_i left_i @ right_i` as one product of the concatenated
+        factors (see `Synthesizer.factors`); `(B, H, T, S)` if any factor
+        has a batch axis, else `(H, T, S)`."""
+        batch_size = None
+        for pair in factors:
+            for factor in pair:
+                if len(factor.shape) == 4:
+                    batch_size = ops.shape(factor)[0]
+        if batch_size is None:
+            left = ops.concatenate([p[0] for p in factors], axis=-1)
+            right = ops.concatenate([p[1] for p in factors], axis=-2)
+            return ops.einsum("ntc,ncs->nts", left, right)
+
+        def batched(factor):
+            if len(factor.shape) == 4:
+                return factor
+            return ops.broadcast_to(
+                ops.expand_dims(factor, 0),
+                (batch_size,) + tuple(ops.shape(factor)),
+            )
+
+        left = ops.concatenate([batched(p[0]) for p in factors], axis=-1)
+        right = ops.concatenate([batched(p[1]) for p in factors], axis=-2)
+        # Batched over (b, n): the product comes out as (B, H, T, S).
+        return ops.einsum("bntc,bncs->bnts", left, right)
 
     def _masked_softmax(self, logits, attention_mask=None):
         """Softmax over keys; masked keys get 0, fully masked rows give 0."""

@@ -76,6 +76,8 @@ class Synthesizer(keras.layers.Layer):
     batch_dependent = True
     # Whether the logits need the projected keys (dot-product attention).
     uses_keys = False
+    # Whether `factors` gives the logits as a product of two factors.
+    bilinear = False
 
     def __init__(
         self,
@@ -149,6 +151,19 @@ class Synthesizer(keras.layers.Layer):
         """
         raise NotImplementedError
 
+    def factors(self, query, key, query_start, query_length, key_length,
+                scale=None):
+        """The logits as a product `left @ right`, or `None`.
+
+        Synthesizers whose logits are bilinear return `(left, right)`,
+        `left (B, H, T, c)` or `(H, T, c)` and `right (B, H, c, S)` or
+        `(H, c, S)`, with `left @ right` equal to `logits(...)`. A mixture
+        concatenates its components' factors along `c` and contracts them
+        once: one `B x H x T x S` product instead of one per component plus
+        their sum (forward and backward). Arguments as in `logits`.
+        """
+        return None
+
 
 def _scaled(x, scale, head_axis):
     """`x` times `scale (H,)` broadcast along `head_axis` of `x`."""
@@ -168,6 +183,7 @@ class VanillaSynthesizer(Synthesizer):
 
     variant = "vanilla"
     uses_keys = True
+    bilinear = True
 
     def build(self, query_shape, key_shape):
         self.query_dense = _query_projection(
@@ -184,22 +200,33 @@ class VanillaSynthesizer(Synthesizer):
     def project_key(self, key):
         return self.key_dense(key)
 
-    def logits(self, query, key, query_start, query_length, key_length,
-               scale=None):
+    def _scaled_query(self, query, scale):
+        """`X W_Q / sqrt(k)` `(B, T, H, k)`, times `scale` per head."""
         query = ops.cast(self.query_dense(query), self.logits_dtype)
-        key = ops.cast(key, self.logits_dtype)
         factor = 1.0 / float(self.key_dim) ** 0.5
         if scale is None:
-            query = ops.multiply(query, factor)
-        else:  # (B, T, H, k) times (H, 1): one pass over the queries.
-            query = _scaled(query, ops.multiply(scale, factor), 2)
+            return ops.multiply(query, factor)
+        return _scaled(query, ops.multiply(scale, factor), 2)
+
+    def logits(self, query, key, query_start, query_length, key_length,
+               scale=None):
+        query = self._scaled_query(query, scale)
+        key = ops.cast(key, self.logits_dtype)
         return ops.einsum("btnk,bsnk->bnts", query, key)
+
+    def factors(self, query, key, query_start, query_length, key_length,
+                scale=None):
+        query = self._scaled_query(query, scale)
+        key = ops.cast(key, self.logits_dtype)
+        return (ops.transpose(query, (0, 2, 1, 3)),
+                ops.transpose(key, (0, 2, 3, 1)))
 
 
 class DenseSynthesizer(Synthesizer):
     """Dense: `L_h[t] = W2_h relu(W1_h x_t + b1_h) + b2_h`, columns `[:S]`."""
 
     variant = "dense"
+    bilinear = True
 
     def build(self, query_shape, key_shape):
         self.hidden = _query_projection(
@@ -221,14 +248,23 @@ class DenseSynthesizer(Synthesizer):
                 _clone(kw["bias_initializer"]),
             )
 
+    def _parts(self, query, key_length, scale):
+        """`relu(W1 x + b1)` `(B, T, H, k)`, `W2 (H, k, S)` and `b2 (H, S)`
+        (or None), the last two times `scale` per head."""
+        hidden = ops.cast(self.hidden(query), self.logits_dtype)
+        kernel = ops.slice(
+            self.kernel.value, (0, 0, 0),
+            (self.num_heads, self.key_dim, key_length))
+        bias = None
+        if self.bias is not None:
+            bias = _scaled(ops.slice(
+                self.bias.value, (0, 0), (self.num_heads, key_length)
+            ), scale, 0)
+        return hidden, _scaled(kernel, scale, 0), bias
+
     def logits(self, query, key, query_start, query_length, key_length,
                scale=None):
-        hidden = ops.cast(self.hidden(query), self.logits_dtype)
-        kernel = _scaled(ops.slice(
-            self.kernel.value,
-            (0, 0, 0),
-            (self.num_heads, self.key_dim, key_length),
-        ), scale, 0)
+        hidden, kernel, bias = self._parts(query, key_length, scale)
         # Batched over (b, n), the product comes out as (B, H, T, S): batched
         # over heads alone it would come out (H, B, T, S) and need a
         # transpose of the largest tensor (forward and backward). The
@@ -239,10 +275,19 @@ class DenseSynthesizer(Synthesizer):
             )
         )
         logits = ops.einsum("btnk,bnks->bnts", hidden, kernel)
-        if self.bias is not None:
-            bias = ops.slice(self.bias.value, (0, 0), (self.num_heads, key_length))
-            logits = logits + ops.expand_dims(_scaled(bias, scale, 0), 1)
+        if bias is not None:
+            logits = logits + ops.expand_dims(bias, 1)
         return logits
+
+    def factors(self, query, key, query_start, query_length, key_length,
+                scale=None):
+        hidden, kernel, bias = self._parts(query, key_length, scale)
+        left = ops.transpose(hidden, (0, 2, 1, 3))  # (B, H, T, k)
+        if bias is None:
+            return left, kernel
+        # The bias is one more column: `[hidden, 1] @ [kernel; bias]`.
+        left = ops.concatenate([left, ops.ones_like(left[..., :1])], axis=-1)
+        return left, ops.concatenate([kernel, ops.expand_dims(bias, 1)], 1)
 
 
 class FactorizedDenseSynthesizer(Synthesizer):
@@ -341,6 +386,7 @@ class FactorizedRandomSynthesizer(Synthesizer):
 
     variant = "factorized_random"
     batch_dependent = False
+    bilinear = True
 
     def __init__(self, *args, rank, **kwargs):
         super().__init__(*args, **kwargs)
@@ -355,14 +401,20 @@ class FactorizedRandomSynthesizer(Synthesizer):
             "right", shape, _clone(self.random_initializer), regularized=False
         )
 
-    def logits(self, query, key, query_start, query_length, key_length,
-               scale=None):
+    def factors(self, query, key, query_start, query_length, key_length,
+                scale=None):
         heads, rank = self.num_heads, self.rank
         left = _scaled(ops.slice(
             self.left.value, (0, query_start, 0), (heads, query_length, rank)
         ), scale, 0)
         right = ops.slice(self.right.value, (0, 0, 0), (heads, key_length, rank))
-        return ops.einsum("ntr,nsr->nts", left, right)
+        return left, ops.transpose(right, (0, 2, 1))
+
+    def logits(self, query, key, query_start, query_length, key_length,
+               scale=None):
+        left, right = self.factors(
+            query, key, query_start, query_length, key_length, scale)
+        return ops.einsum("ntr,nrs->nts", left, right)
 
 
 SYNTHESIZERS = {

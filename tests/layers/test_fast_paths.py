@@ -250,3 +250,49 @@ def test_mixed_precision_fast_path_matches_general_path():
         ),
     )
     np.testing.assert_allclose(fast, general, rtol=3e-2, atol=3e-2)
+
+
+@pytest.mark.parametrize("use_bias", [True, False])
+@pytest.mark.parametrize("variant", [
+    "dense+vanilla", "factorized_random+vanilla", "dense+factorized_random",
+    "dense+factorized_random+vanilla", "random+dense+vanilla"])
+def test_fused_bilinear_mixture_matches_general_path(variant, use_bias):
+    # Two or more bilinear components (vanilla, dense, factorized random)
+    # share one contraction of concatenated factors on the fast path.
+    layer = _layer(variant, use_bias=use_bias)
+    weights = np.random.default_rng(5).standard_normal(
+        ops.shape(layer.mixture_weights())).astype("float32")
+    layer._mixture_logits.assign(weights)  # unequal per-head weights
+    x = _inputs()[0]
+    y = ops.convert_to_tensor(
+        np.random.default_rng(3).standard_normal(x.shape).astype("float32"))
+    kwargs = MASKS["padding+causal"]
+    variables = layer.trainable_variables
+
+    def loss():
+        return ops.sum(ops.square(layer(x, x, **kwargs) - y))
+
+    (fast_out, fast_grads), (out, grads) = _both(
+        layer,
+        lambda: (ops.convert_to_numpy(layer(x, x, **kwargs)),
+                 gradients(loss, variables)),
+    )
+    np.testing.assert_allclose(fast_out, out, rtol=1e-5, atol=1e-5)
+    for variable, fast_grad, grad in zip(variables, fast_grads, grads):
+        scale = max(1.0, float(np.abs(grad).max()))
+        np.testing.assert_allclose(
+            fast_grad / scale, grad / scale, atol=2e-5, err_msg=variable.path
+        )
+    # The fused product is used: one contraction, no per-component logits.
+    calls = []
+    for synthesizer in layer.synthesizers:
+        if synthesizer.bilinear:
+            original = synthesizer.logits
+
+            def logits(*args, _original=original, **kw):
+                calls.append(1)
+                return _original(*args, **kw)
+
+            synthesizer.logits = logits
+    layer(x, x, **kwargs)
+    assert not calls
