@@ -264,20 +264,20 @@ class DenseSynthesizer(Synthesizer):
 
     def logits(self, query, key, query_start, query_length, key_length,
                scale=None):
-        hidden, kernel, bias = self._parts(query, key_length, scale)
+        left, right = self.factors(
+            query, key, query_start, query_length, key_length, scale)
         # Batched over (b, n), the product comes out as (B, H, T, S): batched
         # over heads alone it would come out (H, B, T, S) and need a
         # transpose of the largest tensor (forward and backward). The
-        # broadcast kernel is only B x H x k x S.
-        kernel = ops.broadcast_to(
-            ops.expand_dims(kernel, 0), (ops.shape(hidden)[0],) + tuple(
-                ops.shape(kernel)
-            )
+        # broadcast kernel is only B x H x (k + 1) x S. With the bias as a
+        # column of the product, its gradient is part of the product's
+        # instead of a reduction of B x H x T x S over (b, t), which costs
+        # about a tenth of a training step on XLA CPU.
+        right = ops.broadcast_to(
+            ops.expand_dims(right, 0),
+            (ops.shape(left)[0],) + tuple(ops.shape(right)),
         )
-        logits = ops.einsum("btnk,bnks->bnts", hidden, kernel)
-        if bias is not None:
-            logits = logits + ops.expand_dims(bias, 1)
-        return logits
+        return ops.einsum("bntc,bncs->bnts", left, right)
 
     def factors(self, query, key, query_start, query_length, key_length,
                 scale=None):
