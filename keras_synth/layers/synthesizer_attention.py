@@ -80,6 +80,15 @@ def _is_int(value):
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _batch_size(tensors):
+    """The batch size of the first `(B, H, ., .)` tensor, None if all are
+    batch-independent `(H, ., .)`."""
+    for tensor in tensors:
+        if len(tensor.shape) == 4:
+            return ops.shape(tensor)[0]
+    return None
+
+
 def _concrete_bool(x):
     """`bool(x)` for an eager tensor, `None` while tracing (jit, tf.function)."""
     try:
@@ -618,10 +627,7 @@ class SynthesizerAttention(keras.layers.Layer):
                 terms.append(synthesizer.logits(*args, scale=weights[:, i]))
         if factors:
             terms.append(self._contract_factors(factors))
-        batch_size = None
-        for term in terms:
-            if len(term.shape) == 4:
-                batch_size = ops.shape(term)[0]
+        batch_size = _batch_size(terms)
         mixed = None
         for term in terms:
             if batch_size is not None and len(term.shape) == 3:
@@ -649,11 +655,7 @@ class SynthesizerAttention(keras.layers.Layer):
         """`sum_i left_i @ right_i` as one product of the concatenated
         factors (see `Synthesizer.factors`); `(B, H, T, S)` if any factor
         has a batch axis, else `(H, T, S)`."""
-        batch_size = None
-        for pair in factors:
-            for factor in pair:
-                if len(factor.shape) == 4:
-                    batch_size = ops.shape(factor)[0]
+        batch_size = _batch_size([f for pair in factors for f in pair])
         if batch_size is None:
             left = ops.concatenate([p[0] for p in factors], axis=-1)
             right = ops.concatenate([p[1] for p in factors], axis=-2)
