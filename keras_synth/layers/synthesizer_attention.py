@@ -674,22 +674,39 @@ class SynthesizerAttention(keras.layers.Layer):
         # Batched over (b, n): the product comes out as (B, H, T, S).
         return ops.einsum("bntc,bncs->bnts", left, right)
 
-    def _masked_softmax(self, logits, attention_mask=None):
-        """Softmax over keys; masked keys get 0, fully masked rows give 0."""
+    def _masked_softmax(self, logits, attention_mask=None, empty_rows=True):
+        """Softmax over keys; masked keys get 0, fully masked rows give 0
+        (or, with `empty_rows=False`, stay uniform: the caller zeroes them
+        after the product with the values, `_zero_empty_rows`)."""
         if attention_mask is None:
             return ops.softmax(logits, axis=-1)
-        if len(logits.shape) == 3 and attention_mask.shape[0] == 1:
-            mask = attention_mask[0]  # (T, S): logits stay H x T x S.
-        else:
-            mask = ops.expand_dims(attention_mask, 1)  # (B, 1, T, S)
+        mask = self._probs_mask(logits, attention_mask)
         # The lowest finite value, not -1e9: logits below -1e9 (large inputs
         # to a dot-product part) would otherwise hand masked keys the weight.
+        # Masked keys of a row with any key left get exactly 0.
         lowest = ops.convert_to_tensor(
             _LOWEST[keras.backend.standardize_dtype(logits.dtype)],
             dtype=logits.dtype,
         )
         probs = ops.softmax(ops.where(mask, logits, lowest), axis=-1)
+        if not empty_rows:
+            return probs
         return probs * ops.cast(mask, probs.dtype)
+
+    @staticmethod
+    def _probs_mask(logits, attention_mask):
+        """`attention_mask (B, T, S)` shaped to broadcast against logits."""
+        if len(logits.shape) == 3 and attention_mask.shape[0] == 1:
+            return attention_mask[0]  # (T, S): logits stay H x T x S.
+        return ops.expand_dims(attention_mask, 1)  # (B, 1, T, S)
+
+    @staticmethod
+    def _zero_empty_rows(output, attention_mask):
+        """Zeroes the `(B, T, H, k_v)` outputs of queries with no key left:
+        one pass over `B x T` instead of one over the probabilities."""
+        rows = ops.any(attention_mask, axis=-1)  # (B or 1, T)
+        rows = ops.expand_dims(ops.expand_dims(rows, -1), -1)
+        return output * ops.cast(rows, output.dtype)
 
     def _compute_attention(
         self,
@@ -710,7 +727,11 @@ class SynthesizerAttention(keras.layers.Layer):
             `(attention_output (B, T, H, value_dim), attention_scores)`, the
             scores `(B, H, T, S)` only if `return_attention_scores`.
         """
-        probs = self._masked_softmax(logits, attention_mask)
+        # Fast path: rows without keys are zeroed after the value product.
+        late = self._fast_paths and attention_mask is not None
+        probs = self._masked_softmax(
+            logits, attention_mask, empty_rows=not late
+        )
         batch_size = ops.shape(values)[0]
         dropped = probs
         if self._dropout > 0.0 and training:
@@ -726,6 +747,11 @@ class SynthesizerAttention(keras.layers.Layer):
         else:
             output = ops.einsum("bnts,bsnh->btnh", dropped, values)
         scores = None
+        if late:
+            output = self._zero_empty_rows(output, attention_mask)
+            if return_attention_scores:
+                mask = self._probs_mask(probs, attention_mask)
+                probs = probs * ops.cast(mask, probs.dtype)
         if return_attention_scores:
             scores = ops.cast(probs, self.compute_dtype)
             if len(scores.shape) == 3 or scores.shape[0] == 1:

@@ -283,3 +283,21 @@ def test_fused_bilinear_mixture_matches_general_path(variant, use_bias):
             synthesizer.logits = logits
     layer(x, x, **kwargs)
     assert not calls
+
+
+@pytest.mark.parametrize("mask", sorted(MASKS))
+@pytest.mark.parametrize(
+    "variant", ["dense", "vanilla", "factorized_dense", "random+vanilla"])
+def test_empty_rows_zeroed_after_values_match_general_path(variant, mask):
+    # Batch-dependent logits: the fast path zeroes the outputs of queries
+    # with no key left after the product with the values, instead of
+    # multiplying the B x H x T x S probabilities by the mask.
+    layer = _layer(variant)
+    kwargs = MASKS[mask]
+    _assert_same_outputs_and_gradients(layer, kwargs)
+    x = _inputs()[0]
+    fast, general = _both(layer, lambda: ops.convert_to_numpy(
+        layer(x, x, return_attention_scores=True, **kwargs)[1]))
+    np.testing.assert_allclose(fast, general, rtol=1e-5, atol=1e-6)
+    if mask == "all_masked_example":
+        assert not fast[2].any()  # masked scores are exactly 0
