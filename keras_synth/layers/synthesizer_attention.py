@@ -676,11 +676,14 @@ class SynthesizerAttention(keras.layers.Layer):
 
     def _masked_softmax(self, logits, attention_mask=None, empty_rows=True):
         """Softmax over keys; masked keys get 0, fully masked rows give 0
-        (or, with `empty_rows=False`, stay uniform: the caller zeroes them
-        after the product with the values, `_zero_empty_rows`)."""
+        (or, with `empty_rows=False`, stay uniform: the caller zeroes their
+        outputs after the product with the values, `_zero_rows`)."""
         if attention_mask is None:
             return ops.softmax(logits, axis=-1)
-        mask = self._probs_mask(logits, attention_mask)
+        if len(logits.shape) == 3 and attention_mask.shape[0] == 1:
+            mask = attention_mask[0]  # (T, S): logits stay H x T x S.
+        else:
+            mask = ops.expand_dims(attention_mask, 1)  # (B, 1, T, S)
         # The lowest finite value, not -1e9: logits below -1e9 (large inputs
         # to a dot-product part) would otherwise hand masked keys the weight.
         # Masked keys of a row with any key left get exactly 0.
@@ -694,17 +697,9 @@ class SynthesizerAttention(keras.layers.Layer):
         return probs * ops.cast(mask, probs.dtype)
 
     @staticmethod
-    def _probs_mask(logits, attention_mask):
-        """`attention_mask (B, T, S)` shaped to broadcast against logits."""
-        if len(logits.shape) == 3 and attention_mask.shape[0] == 1:
-            return attention_mask[0]  # (T, S): logits stay H x T x S.
-        return ops.expand_dims(attention_mask, 1)  # (B, 1, T, S)
-
-    @staticmethod
-    def _zero_empty_rows(output, attention_mask):
-        """Zeroes the `(B, T, H, k_v)` outputs of queries with no key left:
-        one pass over `B x T` instead of one over the probabilities."""
-        rows = ops.any(attention_mask, axis=-1)  # (B or 1, T)
+    def _zero_rows(output, rows):
+        """Zeroes the `(B, T, H, k_v)` outputs of the queries where the
+        boolean `rows (B or 1, T)` is False."""
         rows = ops.expand_dims(ops.expand_dims(rows, -1), -1)
         return output * ops.cast(rows, output.dtype)
 
@@ -727,8 +722,11 @@ class SynthesizerAttention(keras.layers.Layer):
             `(attention_output (B, T, H, value_dim), attention_scores)`, the
             scores `(B, H, T, S)` only if `return_attention_scores`.
         """
-        # Fast path: rows without keys are zeroed after the value product.
-        late = self._fast_paths and attention_mask is not None
+        # Fast path: the outputs of rows without keys are zeroed after the
+        # product with the values (B x T), not the B x H x T x S
+        # probabilities (still masked exactly when returned as scores).
+        late = (self._fast_paths and attention_mask is not None
+                and not return_attention_scores)
         probs = self._masked_softmax(
             logits, attention_mask, empty_rows=not late
         )
@@ -748,10 +746,7 @@ class SynthesizerAttention(keras.layers.Layer):
             output = ops.einsum("bnts,bsnh->btnh", dropped, values)
         scores = None
         if late:
-            output = self._zero_empty_rows(output, attention_mask)
-            if return_attention_scores:
-                mask = self._probs_mask(probs, attention_mask)
-                probs = probs * ops.cast(mask, probs.dtype)
+            output = self._zero_rows(output, ops.any(attention_mask, axis=-1))
         if return_attention_scores:
             scores = ops.cast(probs, self.compute_dtype)
             if len(scores.shape) == 3 or scores.shape[0] == 1:
@@ -841,9 +836,7 @@ class SynthesizerAttention(keras.layers.Layer):
                 logits, values, keys, causal
             )
         if rows is not None:
-            output = output * ops.cast(
-                ops.expand_dims(ops.expand_dims(rows, -1), -1), output.dtype
-            )
+            output = self._zero_rows(output, rows)
         return output
 
     def _key_padded_shared_attention(self, logits, values, keys, causal):
