@@ -597,6 +597,7 @@ def run_cell(backend, args, length, batch, mask, memory_only=False):
                 "max_ms": max(ms),
                 "repetitions": len(ms),
                 "gflops_per_s": step_flops / (med / 1e3) / 1e9,
+                "times_ms": ms,
             }
         results.append(entry)
     return results
@@ -628,7 +629,8 @@ def run_worker(args):
             f"{backend.name} [{i + 1}/{len(plan)}] T={length} B={batch} "
             f"mask={mask}: MHA {base['train']['median_ms']:.1f} ms/step; "
             + ", ".join(
-                f"{e['row']} {e['train']['median_ms'] / base['train']['median_ms']:.2f}x"
+                f"{e['row']} "
+                f"{_paired_ratio(e['train'], base['train'])['ratio_to_mha']:.2f}x"
                 for e in cell if e["row"] != BASELINE
             )
             + f" ({time.perf_counter() - start:.0f}s)"
@@ -652,6 +654,26 @@ def run_worker(args):
 # ------------------------------------------------------------------ report
 
 
+def _paired_ratio(timing, ref):
+    """The ratio of a row's times to MultiHeadAttention's, as the median of
+    the per-repetition ratios: the rows alternate inside every repetition,
+    so each pair ran seconds apart and the machine's drift between
+    repetitions cancels out. Also the 25th-75th percentile of those ratios
+    and the plain ratio of medians. Timings without per-repetition times
+    (or with a different count) fall back to the ratio of medians."""
+    of_medians = timing["median_ms"] / ref["median_ms"]
+    times, ref_times = timing.get("times_ms"), ref.get("times_ms")
+    if not times or not ref_times or len(times) != len(ref_times):
+        return {"ratio_to_mha": of_medians, "ratio_of_medians": of_medians}
+    ratios = [t / r for t, r in zip(times, ref_times)]
+    return {
+        "ratio_to_mha": statistics.median(ratios),
+        "ratio_p25": _percentile(ratios, 0.25),
+        "ratio_p75": _percentile(ratios, 0.75),
+        "ratio_of_medians": of_medians,
+    }
+
+
 def add_ratios(results):
     """Adds `ratio_to_mha` to every timing, per backend, length and mask."""
     for backend in results["backends"]:
@@ -663,9 +685,7 @@ def add_ratios(results):
             ref = base.get((entry["length"], entry["batch"], entry["mask"]))
             for kind in ("train", "forward"):
                 if ref and kind in entry and kind in ref:
-                    entry[kind]["ratio_to_mha"] = (
-                        entry[kind]["median_ms"] / ref[kind]["median_ms"]
-                    )
+                    entry[kind].update(_paired_ratio(entry[kind], ref[kind]))
         mem = {e["row"]: e["memory"] for e in backend.get("memory_probe", [])}
         ref = mem.get(BASELINE, {})
         for entry in backend.get("memory_probe", []):

@@ -120,3 +120,21 @@ def test_worker_and_report(tmp_path):
     assert table.count("\n| 16 | 2 | padding |") == 2
     if backend != "torch":
         assert "Memory of a training step" in table
+
+
+def test_ratio_is_the_median_of_paired_repetitions():
+    # Rows alternate inside every repetition: the ratio pairs each time with
+    # MultiHeadAttention's from the same repetition, so a drift of the
+    # machine between repetitions (here 10 -> 40 ms) cancels out.
+    row = {"median_ms": 20.0, "times_ms": [12.0, 20.0, 40.0]}
+    mha = {"median_ms": 10.0, "times_ms": [10.0, 10.0, 40.0]}
+    ratio = benchmark._paired_ratio(row, mha)
+    assert ratio["ratio_to_mha"] == pytest.approx(1.2)
+    assert ratio["ratio_p25"] == pytest.approx(1.1)
+    assert ratio["ratio_p75"] == pytest.approx(1.6)
+    assert ratio["ratio_of_medians"] == pytest.approx(2.0)
+    # Without per-repetition times of the same count: ratio of medians.
+    del row["times_ms"]
+    assert benchmark._paired_ratio(row, mha) == {
+        "ratio_to_mha": 2.0, "ratio_of_medians": 2.0,
+    }
