@@ -337,15 +337,25 @@ class FactorizedDenseSynthesizer(Synthesizer):
                 factor = factor + ops.expand_dims(self.biases[i], 1)
             factors.append(factor)
         factors[0] = _scaled(factors[0], scale, 1)  # (B, H, T, a)
+        # `row[j] = b1[j // b] * b2[j % b]` as the product of two matrix
+        # products with one-hot expansions `E1[i, j] = (j // b == i)` and
+        # `E2[i, j] = (j % b == i)`, `(a, S)` and `(b, S)`: the rows come
+        # out contiguous, already `S` long, and so do the gradients. As a
+        # broadcast outer product reshaped and sliced to `S`, XLA's CPU
+        # backend recomputes it inside every consumer (the softmax's max
+        # and exp) with per-element index arithmetic, and pads its gradient
+        # back to `a * b`: a training step of ~1.05x MultiHeadAttention's on
+        # TensorFlow, against ~0.92x this way (same on JAX).
         a, b = self.sizes
-        rows = ops.einsum("bnta,bntc->bntac", factors[0], factors[1])
-        rows = ops.reshape(
-            rows, (ops.shape(rows)[0], self.num_heads, query_length, a * b)
-        )
-        return ops.slice(
-            rows, (0, 0, 0, 0), (ops.shape(rows)[0], self.num_heads,
-                                 query_length, key_length)
-        )
+        keys = ops.arange(key_length)
+        dtype = factors[0].dtype
+        expansions = [
+            ops.cast(ops.expand_dims(index, 0)
+                     == ops.expand_dims(ops.arange(size), 1), dtype)
+            for index, size in ((keys // b, a), (keys % b, b))
+        ]
+        return (ops.einsum("bnti,is->bnts", factors[0], expansions[0])
+                * ops.einsum("bnti,is->bnts", factors[1], expansions[1]))
 
 
 class RandomSynthesizer(Synthesizer):
