@@ -6,6 +6,7 @@ import keras
 from keras import ops
 
 from keras_synth.layers import synthesizers as synth_lib
+from keras_synth.layers.synthesizers import _is_int
 
 try:  # Keras keeps tensors' masks in a private helper (MHA uses it too).
     from keras.src.backend import get_keras_mask as _get_keras_mask
@@ -74,10 +75,6 @@ def default_factorized_dense_sizes(max_length):
     """The default `(a, b)` of factorized dense: `a * b >= max_length`."""
     a = int(math.ceil(math.sqrt(max_length)))
     return a, int(math.ceil(max_length / a))
-
-
-def _is_int(value):
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _batch_size(tensors):
