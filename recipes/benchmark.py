@@ -674,6 +674,14 @@ def _paired_ratio(timing, ref):
     }
 
 
+def _ratio_cell(timing):
+    """`0.83 (0.80-0.87)`: the paired ratio and its spread, where known."""
+    cell = f"{timing.get('ratio_to_mha', float('nan')):.2f}"
+    if "ratio_p25" in timing:
+        cell += f" ({timing['ratio_p25']:.2f}-{timing['ratio_p75']:.2f})"
+    return cell
+
+
 def add_ratios(results):
     """Adds `ratio_to_mha` to every timing, per backend, length and mask."""
     for backend in results["backends"]:
@@ -716,7 +724,8 @@ def format_table(results):
         )
         lines.append("")
         lines.append(
-            "| T | B | mask | row | train ms (p25-p75) | x MHA | GFLOP/s "
+            "| T | B | mask | row | train ms (p25-p75) | x MHA (p25-p75) "
+            "| GFLOP/s "
             "| % matmul | fwd ms | fwd x MHA | params | largest tensor MB |"
         )
         lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -729,7 +738,7 @@ def format_table(results):
                 f" | {tr.get('median_ms', float('nan')):.1f} "
                 f"({tr.get('p25_ms', float('nan')):.1f}-"
                 f"{tr.get('p75_ms', float('nan')):.1f}) "
-                f"| {tr.get('ratio_to_mha', float('nan')):.2f} "
+                f"| {_ratio_cell(tr)} "
                 f"| {tr.get('gflops_per_s', float('nan')):.1f} "
                 f"| {100 * tr.get('matmul_share', float('nan')):.0f} "
                 f"| {fw.get('median_ms', float('nan')):.1f} "
