@@ -9,7 +9,8 @@ shapes, dtype and backend:
 
 in one process per backend, rows alternating within every repetition, after a
 warm-up, and reports per row the median and spread (25th-75th percentile) of
-ms/step, the ratio to MultiHeadAttention, achieved GFLOP/s (analytic FLOP
+ms/step, the ratio to MultiHeadAttention (median of the per-repetition
+ratios, and their spread), achieved GFLOP/s (analytic FLOP
 count, a training step counted as 3x the forward pass) and its share of a
 plain matmul's GFLOP/s measured in the same run, the parameter count and the
 memory of a training step: XLA's buffer assignment (arguments + outputs +
