@@ -28,7 +28,7 @@ PRECISIONS = ("float32", "bfloat16", "float16")
 # with different values (e.g. resume a run on another machine).
 RUNTIME_FLAGS = frozenset(
     {"model_dir", "strategy", "tpu", "verbose", "tensorboard", "export",
-     "jit_compile", "data_dir", "vocab_file", "tfds_data_dir"}
+     "jit_compile", "data_dir", "vocab_file", "tfds_data_dir", "tf_logs"}
 )
 
 
@@ -66,13 +66,21 @@ def require_tensorflow_backend():
 
 
 def add_common_flags(parser, default_batch_size=32, default_epochs=3,
-                     default_learning_rate=1e-3):
-    """Adds the flags every recipe shares to an `argparse.ArgumentParser`."""
+                     default_learning_rate=1e-3, model_dir_default=None):
+    """Adds the flags every recipe shares to an `argparse.ArgumentParser`.
+
+    `model_dir_default` is the text `--help` shows as `--model_dir`'s
+    default (the recipe derives the folder from other flags).
+    """
+    from recipes import cli
+
     group = parser.add_argument_group("training (shared by all recipes)")
     group.add_argument("--model_dir", default=None,
                        help="Run directory: checkpoints (resumed when the "
                        "run is started again with the same arguments), "
-                       "TensorBoard logs, results.json, vocabulary, export.")
+                       "TensorBoard logs, results.json, vocabulary, export."
+                       + (f" Default: {model_dir_default}."
+                          if model_dir_default else ""))
     group.add_argument("--vocab_file", default=None,
                        help="WordPiece vocabulary (one token a line); "
                        "learned from the training split when not given.")
@@ -80,19 +88,25 @@ def add_common_flags(parser, default_batch_size=32, default_epochs=3,
                        help="Size of the learned WordPiece vocabulary.")
     group.add_argument("--batch_size", type=int, default=default_batch_size,
                        help="Global batch size (split over the replicas).")
-    group.add_argument("--epochs", type=int, default=default_epochs)
+    group.add_argument("--epochs", type=int, default=default_epochs,
+                       help="Passes over the training data.")
     group.add_argument("--learning_rate", type=float,
                        default=default_learning_rate,
                        help="Peak learning rate (linear warmup, cosine "
                        "decay, AdamW).")
-    group.add_argument("--warmup_fraction", type=float, default=0.1)
-    group.add_argument("--weight_decay", type=float, default=0.01)
+    group.add_argument("--warmup_fraction", type=float, default=0.1,
+                       help="Linear warmup as a fraction of all training "
+                       "steps.")
+    group.add_argument("--weight_decay", type=float, default=0.01,
+                       help="AdamW's decoupled weight decay (0: Adam).")
     group.add_argument("--ema_momentum", type=float, default=None,
                        help="Keep an exponential moving average of the "
                        "weights with this momentum (e.g. 0.999) and "
                        "evaluate and export it; the per-epoch log lines "
                        "show the raw weights. Off by default.")
-    group.add_argument("--seed", type=int, default=0)
+    group.add_argument("--seed", type=int, default=0,
+                       help="Random seed: initial weights, data order, "
+                       "dropout.")
     group.add_argument("--strategy", choices=STRATEGIES, default="one_device",
                        help="tf.distribute strategy: one device, "
                        "MirroredStrategy (all local GPUs, else all logical "
@@ -105,9 +119,12 @@ def add_common_flags(parser, default_batch_size=32, default_epochs=3,
                        default="float32",
                        help="Compute dtype; float16 uses loss scaling.")
     group.add_argument("--jit_compile", action="store_true",
-                       help="Compile the train step with XLA.")
+                       help="Compile the train step with XLA (off by "
+                       "default).")
     group.add_argument("--verbose", type=int, choices=(0, 1, 2), default=2,
-                       help="0 quiet, 1 progress bars, 2 one line per epoch.")
+                       help="Keras progress output: 0 none, 1 progress "
+                       "bars, 2 one line per epoch.")
+    cli.add_log_flag(group)
     return group
 
 
@@ -699,16 +716,24 @@ def canonical_synthesizer(flag, value):
         raise ValueError(f"Argument `--{flag}`: {error}") from None
 
 
-def run_main(parser, run, prog, argv=None):
+def run_main(parser, run, prog, argv=None, input_paths=()):
     """Parses `argv` and calls `run(args)`; returns the exit status.
 
-    A `ValueError` (bad arguments, `DataError`) or `RuntimeError` prints one
-    line `prog: error: ...` and returns 2 (set `RECIPES_TRACEBACK=1` for
-    the traceback).
+    Before TensorFlow is imported, the flags named in `input_paths` are
+    checked (a missing file or folder is reported at once). TensorFlow's
+    logs and Python warnings are hidden during the run unless `--tf_logs`
+    is given. A `ValueError` (bad arguments, `DataError`) or `RuntimeError`
+    prints one line `prog: error: ...` and returns 2 (set
+    `RECIPES_TRACEBACK=1` for the traceback).
     """
+    from recipes import cli
+
     args = parser.parse_args(argv)
     try:
-        run(args)
+        cli.check_input_paths(args, input_paths)
+        require_tensorflow_backend()
+        with cli.quiet_tensorflow(not getattr(args, "tf_logs", False)):
+            run(args)
     except (ValueError, RuntimeError) as error:
         if os.environ.get("RECIPES_TRACEBACK"):
             raise

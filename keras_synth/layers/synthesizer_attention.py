@@ -56,10 +56,15 @@ def parse_synthesizer(synthesizer):
         )
     for name in names:
         if name not in synth_lib.SYNTHESIZERS:
+            import difflib
+
+            close = difflib.get_close_matches(
+                str(name), list(synth_lib.SYNTHESIZERS), n=1)
             raise ValueError(
                 f"Unknown variant {name!r} in argument `synthesizer`. "
                 f"Expected one of {synth_lib.VARIANTS} or a mixture of them "
                 f"joined with '+'. Received: synthesizer={synthesizer!r}"
+                + (f". Did you mean {close[0]!r}?" if close else "")
             )
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:

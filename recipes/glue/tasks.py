@@ -6,6 +6,8 @@ testable on every Keras backend.
 
 import dataclasses
 
+from recipes.cli import suggestion
+
 
 @dataclasses.dataclass(frozen=True)
 class Task:
@@ -187,6 +189,6 @@ def get_task(name):
         raise ValueError(
             f"Unknown GLUE task {name!r} (argument `--task`). Expected one of "
             f"{', '.join(TASKS)} (GLUE's spellings such as 'SST-2' or "
-            "'STS-B' work too)."
+            "'STS-B' work too)." + suggestion(key, TASKS)
         )
     return TASKS[key]

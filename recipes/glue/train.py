@@ -10,10 +10,10 @@ Examples:
         --synthesizer=dense --strategy=mirrored --mixed_precision=bfloat16
 """
 
-import argparse
 import os
 import time
 
+from recipes import cli
 from recipes import common
 from recipes.glue import metrics as metrics_lib
 from recipes.glue import tasks as tasks_lib
@@ -22,11 +22,11 @@ PROG = "python -m recipes.glue"
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(
+    parser = cli.ArgumentParser(
         prog=PROG,
         description="Train and evaluate a Transformer encoder made of "
         "SynthesizerEncoder blocks on a GLUE task.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=cli.HelpFormatter,
     )
     group = parser.add_argument_group("task and data")
     group.add_argument(
@@ -36,11 +36,14 @@ def build_parser():
     group.add_argument(
         "--data_dir", default=None,
         help="GLUE's TSV files (the GLUE root holding SST-2/, MNLI/, ... or "
-        "the task's folder). Default: tensorflow_datasets glue/<task>.")
+        "the task's folder). Without it: tensorflow_datasets glue/<task> "
+        "(needs a download).")
     group.add_argument("--tfds_data_dir", default=None,
-                       help="data_dir of tensorflow_datasets.")
+                       help="data_dir of tensorflow_datasets (default: "
+                       "its own, ~/tensorflow_datasets).")
     group.add_argument("--max_train_examples", type=int, default=None,
-                       help="Use only the first N training examples.")
+                       help="Use only the first N training examples "
+                       "(default: all).")
     group = parser.add_argument_group("model")
     group.add_argument(
         "--synthesizer", default="random+vanilla",
@@ -50,17 +53,26 @@ def build_parser():
     group.add_argument("--max_length", type=int, default=128,
                        help="Packed sequence length (the synthesizers' "
                        "max_length).")
-    group.add_argument("--num_layers", type=int, default=2)
-    group.add_argument("--hidden_dim", type=int, default=128)
-    group.add_argument("--num_heads", type=int, default=4)
+    group.add_argument("--num_layers", type=int, default=2,
+                       help="SynthesizerEncoder blocks.")
+    group.add_argument("--hidden_dim", type=int, default=128,
+                       help="Model width (embeddings and blocks).")
+    group.add_argument("--num_heads", type=int, default=4,
+                       help="Attention heads per block.")
     group.add_argument("--intermediate_dim", type=int, default=None,
-                       help="Feedforward width (default 4 x hidden_dim).")
-    group.add_argument("--dropout", type=float, default=0.1)
+                       help="Feedforward width (default: 4 x "
+                       "--hidden_dim).")
+    group.add_argument("--dropout", type=float, default=0.1,
+                       help="Dropout rate of the embeddings, attention, "
+                       "feedforward and head.")
     group.add_argument("--token_dropout", type=float, default=0.0,
                        help="Word dropout: the probability that a training "
                        "token is left out of attention and pooling.")
-    group.add_argument("--pooling", choices=("mean", "cls"), default="mean")
-    group.add_argument("--factorized_rank", type=int, default=8)
+    group.add_argument("--pooling", choices=("mean", "cls"), default="mean",
+                       help="Sentence vector: mean of the unpadded tokens, "
+                       "or the [CLS] token.")
+    group.add_argument("--factorized_rank", type=int, default=8,
+                       help="Rank of factorized_random (the paper's r).")
     group.add_argument(
         "--pad_to_max_length", action="store_true",
         help="Pad every batch to --max_length (static shapes; always on "
@@ -68,13 +80,18 @@ def build_parser():
         "sequence.")
     group.add_argument("--no_lowercase", dest="lowercase",
                        action="store_false",
-                       help="Keep case in the WordPiece tokenizer.")
-    common.add_common_flags(parser)
+                       help="Keep case in the WordPiece tokenizer (by "
+                       "default text is lowercased).")
+    common.add_common_flags(parser,
+                            model_dir_default="runs/glue/<task>-<variant>")
     group = parser.add_argument_group("outputs")
     group.add_argument("--no_export", dest="export", action="store_false",
-                       help="Skip the SavedModel export.")
+                       help="Skip the SavedModel export (by default it is "
+                       "written to <model_dir>/export).")
     group.add_argument("--no_tensorboard", dest="tensorboard",
-                       action="store_false")
+                       action="store_false",
+                       help="Skip the TensorBoard logs (by default written "
+                       "to <model_dir>/logs).")
     return parser
 
 
@@ -280,6 +297,9 @@ def run(args, log=print):
             run_dir.path("attention.png"), scores, tokens,
             title=f"{task.name} / {args.synthesizer}: "
             + " | ".join(example.texts[0])[:120],
+            caption=export_lib.example_caption(
+                task, example.labels[0],
+                model(example_inputs, training=False)),
         )
 
     export_path = None
@@ -312,6 +332,8 @@ def run(args, log=print):
         "submissions": submissions,
         "attention_png": plot_path,
         "export": export_path,
+        "export_usage": (export_lib.export_usage(export_path, task)
+                         if export_path else None),
         "args": config,
         "environment": common.environment(),
     }
@@ -324,4 +346,5 @@ def run(args, log=print):
 def main(argv=None):
     """Command-line entry point; returns the exit status (2 on bad input,
     with one line `python -m recipes.glue: error: ...`)."""
-    return common.run_main(build_parser(), run, PROG, argv)
+    return common.run_main(build_parser(), run, PROG, argv,
+                           input_paths=("data_dir", "vocab_file"))

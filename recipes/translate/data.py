@@ -189,14 +189,20 @@ def tfds_config(name, src, tgt):
     """
     import tensorflow_datasets as tfds
 
+    from recipes.cli import suggestion
+
     try:
         builder_cls = tfds.builder_cls(name)
-    except Exception as error:
+    except Exception:
+        try:
+            known = [BUILTIN] + list(tfds.list_builders())
+        except Exception:  # pragma: no cover - a broken registry
+            known = [BUILTIN, "wmt14_translate"]
         raise ValueError(
             f"Argument `--dataset`: unknown tensorflow_datasets dataset "
-            f"{name!r} ({error}). Expected a translation dataset such as "
+            f"{name!r}. Expected a translation dataset such as "
             "'wmt14_translate', 'builtin', or parallel text files "
-            "(--train_src/--train_tgt)."
+            "(--train_src/--train_tgt)." + suggestion(name, known)
         ) from None
     configs = [c.name for c in getattr(builder_cls, "BUILDER_CONFIGS", [])]
     for candidate in (f"{src}-{tgt}", f"{tgt}-{src}"):
@@ -220,7 +226,9 @@ def load_tfds(name, src, tgt, data_dir=None):
     except Exception as error:
         raise DataError(
             f"Could not open tensorflow_datasets {full_name!r} "
-            f"({type(error).__name__}: {error})."
+            f"({type(error).__name__}: {error}). Offline, run "
+            "--dataset=builtin or pass parallel text files "
+            "(--train_src/--train_tgt/...)."
         ) from error
     corpus = {}
     for split, tfds_split in TFDS_SPLITS.items():

@@ -19,10 +19,10 @@ Examples:
         --strategy=tpu --tpu=local --mixed_precision=bfloat16 --jit_compile
 """
 
-import argparse
 import os
 import time
 
+from recipes import cli
 from recipes import common
 from recipes.translate import data as data_lib
 
@@ -30,13 +30,13 @@ PROG = "python -m recipes.translate"
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(
+    parser = cli.ArgumentParser(
         prog=PROG,
         description="Train an encoder-decoder Transformer of "
         "SynthesizerEncoder/SynthesizerDecoder blocks, then translate the "
         "validation and test sets (greedy or beam search) and score them "
         "with sacrebleu (BLEU, chrF).",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=cli.HelpFormatter,
     )
     group = parser.add_argument_group("languages and data")
     group.add_argument("--src", required=True,
@@ -46,11 +46,13 @@ def build_parser():
     group.add_argument(
         "--dataset", default="wmt14_translate",
         help="A tensorflow_datasets translation set (wmt14_translate, "
-        "wmt15_translate, ...; the config is the language pair), or "
-        "'builtin': a small German-English task shipped with the package, "
-        "for offline runs. Ignored with --train_src/--train_tgt.")
+        "wmt15_translate, ...; the config is the language pair; needs a "
+        "download), or 'builtin': a small German-English task shipped with "
+        "the package. Offline, use --dataset=builtin or parallel text "
+        "files (--train_src/--train_tgt, which override --dataset).")
     group.add_argument("--tfds_data_dir", default=None,
-                       help="data_dir of tensorflow_datasets.")
+                       help="data_dir of tensorflow_datasets (default: "
+                       "its own, ~/tensorflow_datasets).")
     for split in data_lib.SPLITS:
         for side in ("src", "tgt"):
             group.add_argument(
@@ -59,7 +61,8 @@ def build_parser():
                 f"{'source' if side == 'src' else 'target'} side (one "
                 "sentence a line; .gz read transparently).")
     group.add_argument("--max_train_examples", type=int, default=None,
-                       help="Use only the first N training pairs.")
+                       help="Use only the first N training pairs "
+                       "(default: all).")
 
     group = parser.add_argument_group("model")
     group.add_argument(
@@ -76,29 +79,40 @@ def build_parser():
                        "pairs are dropped (counted).")
     group.add_argument("--num_layers", type=int, default=3,
                        help="Blocks in the encoder and in the decoder.")
-    group.add_argument("--hidden_dim", type=int, default=256)
-    group.add_argument("--num_heads", type=int, default=4)
+    group.add_argument("--hidden_dim", type=int, default=256,
+                       help="Model width (embeddings and blocks).")
+    group.add_argument("--num_heads", type=int, default=4,
+                       help="Attention heads per block.")
     group.add_argument("--intermediate_dim", type=int, default=None,
-                       help="Feedforward width (default 4 x hidden_dim).")
-    group.add_argument("--dropout", type=float, default=0.1)
-    group.add_argument("--label_smoothing", type=float, default=0.1)
+                       help="Feedforward width (default: 4 x "
+                       "--hidden_dim).")
+    group.add_argument("--dropout", type=float, default=0.1,
+                       help="Dropout rate of the embeddings, attention and "
+                       "feedforward.")
+    group.add_argument("--label_smoothing", type=float, default=0.1,
+                       help="Label smoothing of the cross-entropy.")
     group.add_argument("--normalize_first", action="store_true",
                        help="Pre-LN blocks (default: post-LN, as in the "
                        "paper).")
-    group.add_argument("--factorized_rank", type=int, default=8)
+    group.add_argument("--factorized_rank", type=int, default=8,
+                       help="Rank of factorized_random (the paper's r).")
     group.add_argument("--vocab", choices=("shared", "separate"),
                        default="shared",
                        help="One WordPiece vocabulary for both languages "
                        "(embeddings shared too) or one per language.")
     group.add_argument("--tgt_vocab_file", default=None,
                        help="Target vocabulary with --vocab=separate "
-                       "(--vocab_file is then the source vocabulary).")
+                       "(--vocab_file is then the source vocabulary); "
+                       "learned when not given.")
     group.add_argument("--lowercase", action="store_true",
-                       help="Lowercase text in the tokenizer (BLEU is "
-                       "still computed against the raw references).")
+                       help="Lowercase text in the tokenizer (by default "
+                       "case is kept; BLEU is always computed against the "
+                       "raw references).")
 
-    common.add_common_flags(parser, default_batch_size=64, default_epochs=10,
-                            default_learning_rate=1e-3)
+    common.add_common_flags(
+        parser, default_batch_size=64, default_epochs=10,
+        default_learning_rate=1e-3,
+        model_dir_default="runs/translate/<dataset>-<src>-<tgt>-<variant>")
     parser.set_defaults(weight_decay=0.0)
     for action in parser._actions:
         if action.dest == "learning_rate":
@@ -125,11 +139,15 @@ def build_parser():
     group.add_argument("--length_penalty", type=float, default=0.6,
                        help="Beam search's alpha: scores are log p / ((5 + "
                        "length) / 6) ** alpha.")
-    group.add_argument("--decode_batch_size", type=int, default=64)
+    group.add_argument("--decode_batch_size", type=int, default=64,
+                       help="Sentences translated together.")
     group.add_argument("--no_export", dest="export", action="store_false",
-                       help="Skip the SavedModel export.")
+                       help="Skip the SavedModel export (by default it is "
+                       "written to <model_dir>/export).")
     group.add_argument("--no_tensorboard", dest="tensorboard",
-                       action="store_false")
+                       action="store_false",
+                       help="Skip the TensorBoard logs (by default written "
+                       "to <model_dir>/logs).")
     return parser
 
 
@@ -421,6 +439,8 @@ def run(args, log=print):
         "history": history,
         "hypotheses": hypothesis_files,
         "export": export_path,
+        "export_usage": (export_lib.export_usage(export_path)
+                         if export_path else None),
         "args": config,
         "environment": common.environment(),
     }
@@ -431,4 +451,10 @@ def run(args, log=print):
 
 
 def main(argv=None):
-    return common.run_main(build_parser(), run, PROG, argv)
+    """Command-line entry point; returns the exit status (2 on bad input,
+    with one line `python -m recipes.translate: error: ...`)."""
+    paths = ["vocab_file", "tgt_vocab_file"] + [
+        f"{split}_{side}" for split in data_lib.SPLITS
+        for side in ("src", "tgt")]
+    return common.run_main(build_parser(), run, PROG, argv,
+                           input_paths=paths)

@@ -1,0 +1,141 @@
+"""Command-line helpers shared by the recipes: honest `--help`, "did you mean"
+suggestions, input files checked before TensorFlow is imported, and quiet
+TensorFlow logs for the recipes' entry points.
+
+Pure Python: importing this module imports neither TensorFlow nor Keras.
+"""
+
+import argparse
+import contextlib
+import difflib
+import logging
+import os
+import sys
+import tempfile
+import warnings
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """`--help` that says what happens.
+
+    - `(required)` after a required flag's help, never `(default: None)`;
+    - `(default: X)` after a flag with a real default; none when the default
+      is None (the help text then says what happens without the flag);
+    - no default after on/off switches (`--jit_compile`, `--no_export`):
+      their help says what they turn on or off.
+    """
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if action.required:
+            return text + " (required)"
+        if action.option_strings and action.nargs != 0 and (
+                action.default is not None
+                and action.default is not argparse.SUPPRESS
+                and "%(default)" not in text):
+            return text + " (default: %(default)s)"
+        return text
+
+
+def suggestion(value, choices):
+    """`" Did you mean 'x'?"` for the closest of `choices`, or `""`."""
+    matches = difflib.get_close_matches(str(value), [str(c) for c in choices],
+                                        n=1, cutoff=0.6)
+    return f" Did you mean {matches[0]!r}?" if matches else ""
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """An `argparse.ArgumentParser` whose errors for a value outside
+    `choices` end with a "did you mean" suggestion."""
+
+    def _check_value(self, action, value):
+        if action.choices is not None and value not in action.choices:
+            choices = ", ".join(map(repr, action.choices))
+            raise argparse.ArgumentError(
+                action, f"invalid choice: {value!r} (choose from {choices})."
+                + suggestion(value, action.choices))
+
+
+def check_input_paths(args, flags):
+    """Raises a ValueError naming the flag for every input path in `flags`
+    (names of `args` attributes) that is given but does not exist.
+
+    Called before TensorFlow is imported, so that a typo is reported at
+    once; the recipes' own readers check the contents later.
+    """
+    for flag in flags:
+        path = getattr(args, flag, None)
+        if path and not os.path.exists(path):
+            raise ValueError(
+                f"Argument `--{flag}`: no such file or directory: {path!r}. "
+                f"Received: --{flag}={path}")
+
+
+def add_log_flag(parser):
+    """Adds `--tf_logs` (show TensorFlow's logs; hidden by default)."""
+    parser.add_argument(
+        "--tf_logs", action="store_true",
+        help="Show TensorFlow's start-up and C++ log lines, absl and Python "
+        "warnings. Hidden by default (they are noise on a CPU machine); "
+        "--verbose sets the Keras progress output.")
+
+
+@contextlib.contextmanager
+def quiet_tensorflow(enabled=True):
+    """Silences TensorFlow's C++ log, absl and Python warnings inside the
+    block (a recipe's run), restoring everything afterwards.
+
+    TensorFlow prints its start-up lines while it is imported, before its
+    log level applies: when TensorFlow is not imported yet, it is imported
+    here with the process's stderr set aside (and shown if the import
+    fails). `TF_CPP_MIN_LOG_LEVEL` set by the user is kept.
+    """
+    if not enabled:
+        yield
+        return
+    saved_env = os.environ.get("TF_CPP_MIN_LOG_LEVEL")
+    if saved_env is None:
+        os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    loggers = [logging.getLogger(name) for name in ("tensorflow", "absl")]
+    levels = [logger.level for logger in loggers]
+    try:
+        if "tensorflow" not in sys.modules:
+            import_quietly(("tensorflow", "keras"))
+        for logger in loggers:
+            logger.setLevel(logging.ERROR)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+        if saved_env is None:
+            os.environ.pop("TF_CPP_MIN_LOG_LEVEL", None)
+
+
+def import_quietly(modules):
+    """Imports `modules` with file descriptor 2 (stderr, also for C++)
+    redirected to a temporary file; its text is shown if an import fails."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+b") as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                for module in modules:
+                    __import__(module)
+        except BaseException:
+            os.dup2(saved, 2)
+            captured.seek(0)
+            sys.stderr.write(captured.read().decode("utf-8", "replace"))
+            raise
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+__all__ = [
+    "ArgumentParser", "HelpFormatter", "add_log_flag", "check_input_paths",
+    "import_quietly", "quiet_tensorflow", "suggestion",
+]
