@@ -5,6 +5,7 @@ import os
 import numpy as np
 
 from recipes import common
+from recipes import serving
 
 common.require_tensorflow_backend()
 
@@ -52,21 +53,64 @@ def export_saved_model(path, model, preprocessor, task):
             for name in input_names(task)
         ],
     )
+    def write(tmp):
+        archive.write_out(tmp, verbose=False)
+        serving.write_readme(tmp, export_usage(path, task))
+
     # Written to a temporary folder, then renamed: a kill while exporting
     # never leaves a half-written SavedModel at `path`.
-    common.atomic_write(
-        path, lambda tmp: archive.write_out(tmp, verbose=False))
+    common.atomic_write(path, write)
     return path
 
 
-def plot_attention(path, scores, tokens, title=""):
+def export_usage(path, task):
+    """How to load and call the export at `path` (see `serving.usage`);
+    also written as `<path>/assets/README.md`."""
+    text = "string tensor `(batch,)`, raw text (tokenized inside)"
+    inputs = {name: text for name in input_names(task)}
+    if task.is_regression:
+        outputs = {"score": "float32 `(batch,)`"}
+    else:
+        outputs = {
+            "probabilities": "float32 `(batch, classes)`",
+            "label": "int32 `(batch,)`, the class index",
+            "label_name": "string `(batch,)`: "
+            + ", ".join(task.labels or ()),
+        }
+    example = ", ".join(
+        f'{name}=tf.constant(["a fine film ."])' for name in inputs)
+    return serving.usage(path, "serving_default", inputs, outputs, example)
+
+
+def example_caption(task, label, outputs):
+    """`"true label: x, predicted: y (p=0.93)"` for one example's outputs
+    (`(1, classes)` logits, or `(1,)` / `(1, 1)` for STS-B's score)."""
+    outputs = np.asarray(outputs, dtype="float64").reshape(-1)
+    if task.is_regression:
+        return f"true score: {float(label):.2f}, predicted: {outputs[0]:.2f}"
+    probabilities = np.exp(outputs - outputs.max())
+    probabilities /= probabilities.sum()
+    predicted = int(probabilities.argmax())
+    names = task.labels or tuple(str(i) for i in range(len(outputs)))
+    return (f"true label: {names[int(label)]}, predicted: {names[predicted]}"
+            f" (p={probabilities[predicted]:.2f})")
+
+
+def plot_attention(path, scores, tokens, title="", caption=""):
     """Saves a PNG grid (layers x heads) of one example's attention maps.
+
+    Rows of a map are queries, columns keys (token labels up to 32 tokens);
+    one colour scale (attention weight, 0 to the largest weight shown) is
+    shared by all maps.
 
     Args:
         path: the PNG file.
         scores: list (one per layer) of `(heads, L, L)` arrays.
         tokens: the example's tokens, padding excluded (length `n`); maps
             are cut to `n x n`.
+        title: the first line of the figure's title (e.g. the example).
+        caption: a second line (e.g. `example_caption`'s true and
+            predicted label).
     """
     import matplotlib
 
@@ -74,16 +118,20 @@ def plot_attention(path, scores, tokens, title=""):
     import matplotlib.pyplot as plt
 
     n = len(tokens)
-    layers, heads = len(scores), scores[0].shape[0]
+    maps = [[np.asarray(layer_scores[head])[:n, :n]
+             for head in range(layer_scores.shape[0])]
+            for layer_scores in scores]
+    layers, heads = len(maps), len(maps[0])
+    vmax = max(float(m.max()) for row in maps for m in row) or 1.0
     fig, axes = plt.subplots(
-        layers, heads, figsize=(2.4 * heads + 0.5, 2.4 * layers + 0.6),
+        layers, heads, figsize=(2.4 * heads + 1.2, 2.4 * layers + 0.9),
         squeeze=False,
     )
-    for layer, layer_scores in enumerate(scores):
-        for head in range(heads):
+    image = None
+    for layer, row in enumerate(maps):
+        for head, weights in enumerate(row):
             ax = axes[layer][head]
-            ax.imshow(np.asarray(layer_scores[head])[:n, :n],
-                      cmap="viridis", vmin=0.0)
+            image = ax.imshow(weights, cmap="viridis", vmin=0.0, vmax=vmax)
             ax.set_title(f"layer {layer} head {head}", fontsize=7)
             if n <= 32:
                 ax.set_xticks(range(n))
@@ -93,9 +141,17 @@ def plot_attention(path, scores, tokens, title=""):
             else:
                 ax.set_xticks([])
                 ax.set_yticks([])
-    if title:
-        fig.suptitle(title, fontsize=8)
-    fig.tight_layout()
+            if layer == layers - 1:
+                ax.set_xlabel("key", fontsize=7)
+            if head == 0:
+                ax.set_ylabel("query", fontsize=7)
+    text = "\n".join(t for t in (title, caption) if t)
+    if text:
+        fig.suptitle(text, fontsize=8)
+    fig.tight_layout(rect=(0.0, 0.0, 0.9, 1.0))
+    bar = fig.colorbar(image, ax=axes, fraction=0.03, pad=0.02)
+    bar.set_label("attention weight", fontsize=7)
+    bar.ax.tick_params(labelsize=6)
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     fig.savefig(path, dpi=130)
     plt.close(fig)

@@ -1,6 +1,7 @@
 """The serving SavedModel: strings in, translations out."""
 
 from recipes import common
+from recipes import serving
 
 common.require_tensorflow_backend()
 
@@ -21,6 +22,7 @@ def export_saved_model(path, translator):
     run inside the graph:
 
     ```python
+    import tensorflow_text  # the tokenizer's ops
     reloaded = tf.saved_model.load(path)
     reloaded.signatures["translate"](source=tf.constant(["Ein Hund."]))
     # or: reloaded.translate(tf.constant(["Ein Hund."]))
@@ -45,11 +47,26 @@ def export_saved_model(path, translator):
         SIGNATURE, translate,
         input_signature=[tf.TensorSpec([None], tf.string, name="source")],
     )
+    def write(tmp):
+        archive.write_out(tmp, verbose=False)
+        serving.write_readme(tmp, export_usage(path))
+
     # Written to a temporary folder, then renamed: a kill while exporting
     # never leaves a half-written SavedModel at `path`.
-    common.atomic_write(
-        path, lambda tmp: archive.write_out(tmp, verbose=False))
+    common.atomic_write(path, write)
     return path
 
 
-__all__ = ["SIGNATURE", "export_saved_model"]
+def export_usage(path):
+    """How to load and call the export at `path` (see `serving.usage`);
+    also written as `<path>/assets/README.md`."""
+    return serving.usage(
+        path, SIGNATURE,
+        {"source": "string tensor `(batch,)`, raw sentences"},
+        {"translation": "string `(batch,)`, detokenized",
+         "source_truncated": "bool `(batch,)`: the source had more than "
+         "max_length tokens and was cut"},
+        'source=tf.constant(["Ein kleiner Hund spielt im Park."])')
+
+
+__all__ = ["SIGNATURE", "export_saved_model", "export_usage"]

@@ -1,0 +1,72 @@
+"""What a recipe's SavedModel export needs, said next to it.
+
+The exports tokenize inside the graph with tensorflow-text's ops
+(`RegexSplitWithOffsets`, `WordpieceTokenizeWithOffsets`, ...), which a
+process serving them must load (`import tensorflow_text`; TF Serving: a
+build with the tensorflow-text ops). `usage` describes an export; the
+recipes write it as `export/assets/README.md` and into `results.json`.
+
+Pure Python.
+"""
+
+import os
+
+NEEDS = ("tensorflow and tensorflow-text (same version as tensorflow): the "
+         "tokenizer inside the graph uses tensorflow-text's ops, so run "
+         "`import tensorflow_text` before `tf.saved_model.load` (TF Serving: "
+         "a build that includes the tensorflow-text ops).")
+
+
+def usage(path, signature, inputs, outputs, example):
+    """A description of an export: a dict for `results.json` (`needs`,
+    `signature`, `inputs`, `outputs`, `python`) and its `readme` text.
+
+    Args:
+        path: the export folder, as the user would write it.
+        signature: the serving signature's name.
+        inputs: `{name: description}` of the signature's inputs.
+        outputs: `{name: description}` of its outputs.
+        example: the call's keyword arguments as Python source, e.g.
+            `'sentence=tf.constant(["a fine film ."])'`.
+    """
+    python = (
+        "import tensorflow as tf\n"
+        "import tensorflow_text  # noqa: F401 (registers the tokenizer's "
+        "ops)\n\n"
+        f"model = tf.saved_model.load({path!r})\n"
+        f"outputs = model.signatures[{signature!r}]({example})\n"
+        "print({name: value.numpy() for name, value in outputs.items()})\n"
+    )
+    lines = [
+        "# SavedModel exported by a keras-synth recipe",
+        "",
+        f"Needs {NEEDS}",
+        "",
+        f"Signature `{signature}`, batched (first dimension: examples):",
+        "",
+    ]
+    lines += [f"- input `{k}`: {v}" for k, v in inputs.items()]
+    lines += [f"- output `{k}`: {v}" for k, v in outputs.items()]
+    lines += ["", "In Python:", "", "```python", python.rstrip("\n"), "```",
+              ""]
+    return {
+        "needs": NEEDS,
+        "signature": signature,
+        "inputs": dict(inputs),
+        "outputs": dict(outputs),
+        "python": python,
+        "readme": "\n".join(lines),
+    }
+
+
+def write_readme(export_dir, description):
+    """Writes `description["readme"]` as `<export_dir>/assets/README.md`."""
+    folder = os.path.join(export_dir, "assets")
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "README.md")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(description["readme"])
+    return path
+
+
+__all__ = ["NEEDS", "usage", "write_readme"]
