@@ -21,7 +21,7 @@ Backends run one after the other in subprocesses (`KERAS_BACKEND` must be set
 before Keras is imported); TensorFlow steps are compiled with XLA
 (`jit_compile=True`), JAX steps with `jax.jit`, PyTorch runs eagerly.
 
-Output, in `--run-dir` (default `runs/benchmark/<timestamp>`):
+Output, in `--run_dir` (default `runs/benchmark/<timestamp>`):
 `results.json`, `table.md` (also printed), and `step_time.png` (training-step
 time against sequence length, one panel per backend).
 
@@ -32,7 +32,7 @@ Example (a few minutes on 2 CPU cores):
 The full sweep of the README (lengths 128 to 2048, batch = tokens / length):
 
     python -m recipes.benchmark --lengths 128,256,512,1024,2048 \
-        --masks none,padding,causal --mask-lengths 512
+        --masks none,padding,causal --mask_lengths 512
 """
 
 import argparse
@@ -121,7 +121,7 @@ def build_parser():
         " each example keeping a random 50-100%% of its keys), causal.",
     )
     parser.add_argument(
-        "--mask-lengths", type=_int_list, default=None,
+        "--mask_lengths", "--mask-lengths", type=_int_list, default=None,
         help="lengths at which every mask of --masks is timed; other lengths"
         " time the first mask only (default: all lengths).",
     )
@@ -156,21 +156,22 @@ def build_parser():
     parser.add_argument("--warmup", type=int, default=2,
                         help="untimed steps per row after compilation.")
     parser.add_argument(
-        "--memory-batch", type=int, default=32,
+        "--memory_batch", "--memory-batch", type=int, default=32,
         help="batch of the peak-memory probe (default 32; 0 disables it).",
     )
     parser.add_argument(
-        "--memory-length", type=int, default=1024,
+        "--memory_length", "--memory-length", type=int, default=1024,
         help="length of the peak-memory probe (default 1024).",
     )
-    parser.add_argument("--no-forward", action="store_true",
+    parser.add_argument("--no_forward", "--no-forward", action="store_true",
                         help="time training steps only.")
-    parser.add_argument("--run-dir", default=None,
+    parser.add_argument("--run_dir", "--run-dir", default=None,
                         help="output folder (default runs/benchmark/<time>).")
     parser.add_argument("--seed", type=int, default=0)
     # Internal: one backend in this process, results to --worker-out.
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--worker-out", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--worker_out", "--worker-out", default=None,
+                        help=argparse.SUPPRESS)
     return parser
 
 
@@ -906,7 +907,7 @@ def main(argv=None):
         _log(f"starting the {backend} worker")
         code = subprocess.call(
             [sys.executable, "-m", "recipes.benchmark", *argv,
-             "--worker", backend, "--worker-out", out],
+             "--worker", backend, "--worker_out", out],
             env=env,
         )
         if code != 0:
