@@ -1,0 +1,211 @@
+"""Every code block a user would copy from README.md and docs/*.md works as
+written.
+
+- ```python blocks are executed as they are (each in a fresh namespace, in
+  a temporary working directory). A line `print(...)  # text` promises
+  `text` as a line of the output, and that is checked.
+- A Python block that needs a run directory is preceded by the comment
+  `<!-- readme-test: needs python -m recipes.X FLAGS -->`: the test runs
+  that command once per session, shortened by `SHORT_RUNS` (later flags
+  win), in a temporary directory with the recipe's default `--model_dir`,
+  and executes the block there in a fresh Python process, as a user would
+  (TensorFlow backend only: the recipes and SavedModels are TensorFlow's).
+- Every `python -m recipes.X ...` command of a shell block is parsed by
+  the recipe's own parser (a renamed or misspelled flag fails);
+  `--help` must print the usage. Paths and `pip` extras named in shell
+  blocks must exist.
+"""
+
+import contextlib
+import dataclasses
+import importlib
+import io
+import os
+import pathlib
+import re
+import shlex
+import subprocess
+import sys
+
+import keras
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+DOCUMENTS = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
+NEEDS = re.compile(r"<!--\s*readme-test:\s*needs\s+(.+?)\s*-->")
+RECIPE_COMMAND = re.compile(r"python -m (recipes\.\w+)((?:\s+\S+)*)")
+PRINT_PROMISE = re.compile(r"^\s*print\(.*\)\s+#\s*(.+?)\s*$")
+
+# Flags appended to a `needs` command so that the run takes seconds.
+_SMALL = ["--epochs=1", "--max_train_examples=64", "--batch_size=32",
+          "--hidden_dim=16", "--num_heads=2", "--num_layers=1",
+          "--vocab_size=200", "--max_length=32", "--no_tensorboard",
+          "--verbose=0"]
+SHORT_RUNS = {
+    "recipes.glue": _SMALL,
+    "recipes.translate": _SMALL + ["--beam_size=1", "--warmup_steps=1"],
+}
+# The module whose `build_parser()` parses a recipe's command line.
+PARSERS = {
+    "recipes.glue": "recipes.glue.train",
+    "recipes.translate": "recipes.translate.train",
+    "recipes.benchmark": "recipes.benchmark",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Block:
+    path: pathlib.Path
+    line: int
+    language: str
+    code: str
+    needs: str = None
+
+    @property
+    def name(self):
+        return f"{self.path.name}:{self.line}"
+
+
+def code_blocks(path):
+    """The fenced blocks of a Markdown file, with their `needs` marker."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    blocks, i = [], 0
+    while i < len(lines):
+        fence = lines[i].strip()
+        if fence.startswith("```") and len(fence) > 3:
+            start, body = i, []
+            i += 1
+            while i < len(lines) and lines[i].strip() != "```":
+                body.append(lines[i])
+                i += 1
+            before = [t for t in lines[:start] if t.strip()][-1:]
+            marker = NEEDS.search(before[0]) if before else None
+            blocks.append(Block(path, start + 1, fence[3:].strip(),
+                                "\n".join(body) + "\n",
+                                marker.group(1) if marker else None))
+        i += 1
+    return blocks
+
+
+BLOCKS = [b for path in DOCUMENTS for b in code_blocks(path)]
+PYTHON = [b for b in BLOCKS if b.language == "python"]
+SHELL = [b for b in BLOCKS if b.language in ("bash", "sh", "shell")]
+
+
+def shell_commands(block):
+    """The block's commands: continuation lines joined, comments dropped,
+    split at `&&`, `||`, `;` and `do`."""
+    text = re.sub(r"\\\n\s*", " ", block.code)
+    commands = []
+    for line in text.splitlines():
+        line = line.split(" #", 1)[0].strip()
+        if not line or line.startswith("#"):
+            continue
+        commands += [c.strip() for c in re.split(r"&&|\|\||;|\bdo\b", line)
+                     if c.strip()]
+    return commands
+
+
+RECIPE_COMMANDS = [
+    (block, match.group(1), match.group(2).strip())
+    for block in SHELL for command in shell_commands(block)
+    for match in [RECIPE_COMMAND.search(command)] if match
+]
+
+
+def test_the_documents_have_blocks_of_each_kind():
+    # Guards the parser above: an empty list would make every test vacuous.
+    assert len(PYTHON) >= 5 and len(RECIPE_COMMANDS) >= 8
+    assert {b.needs.split()[2] for b in PYTHON if b.needs} == {
+        "recipes.glue", "recipes.translate"}
+
+
+@pytest.fixture(scope="session")
+def recipe_run(tmp_path_factory):
+    """`needs` command -> a folder where its (shortened) run has been made,
+    at the recipe's default `--model_dir`; each command runs once."""
+    runs = {}
+
+    def make(needs):
+        if needs not in runs:
+            argv = shlex.split(needs)
+            assert argv[:2] == ["python", "-m"], needs
+            module = argv[2]
+            folder = tmp_path_factory.mktemp("readme-run")
+            train = importlib.import_module(PARSERS[module])
+            previous = os.getcwd()
+            os.chdir(folder)
+            try:
+                code = train.main(argv[3:] + SHORT_RUNS[module])
+            finally:
+                os.chdir(previous)
+            assert code == 0, f"{needs} (shortened) failed with {code}"
+            runs[needs] = folder
+        return runs[needs]
+
+    return make
+
+
+@pytest.mark.parametrize("block", PYTHON, ids=lambda b: b.name)
+def test_python_block_runs_as_written(block, tmp_path, monkeypatch,
+                                      recipe_run):
+    if block.needs:
+        if keras.backend.backend() != "tensorflow":
+            pytest.skip("needs a recipe run directory and its SavedModel "
+                        "(TensorFlow backend)")
+        # In a fresh process, as a user runs it: this process has loaded
+        # ops (e.g. tensorflow-text's) that the block must load itself.
+        result = subprocess.run(
+            [sys.executable, "-c", block.code], cwd=recipe_run(block.needs),
+            capture_output=True, text=True, timeout=600,
+            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+        assert result.returncode == 0, f"{block.name}:\n{result.stderr}"
+        assert result.stdout.strip(), f"{block.name} printed nothing"
+        return
+    monkeypatch.chdir(tmp_path)
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output):
+        exec(compile(block.code, block.name, "exec"),
+             {"__name__": "__readme__"})
+    printed = [line.strip() for line in output.getvalue().splitlines()]
+    for line in block.code.splitlines():
+        promise = PRINT_PROMISE.match(line)
+        if promise:
+            assert promise.group(1) in printed, (
+                f"{block.name}: `{line.strip()}` promises "
+                f"{promise.group(1)!r}; the block printed {printed}")
+
+
+@pytest.mark.parametrize("block, module, arguments", RECIPE_COMMANDS,
+                         ids=[f"{b.name}-{m}" for b, m, _ in RECIPE_COMMANDS])
+def test_recipe_command_parses(block, module, arguments, capsys):
+    parser = importlib.import_module(PARSERS[module]).build_parser()
+    argv = shlex.split(arguments)
+    try:
+        parser.parse_args(argv)
+    except SystemExit as exit:
+        output = capsys.readouterr()
+        if "--help" in argv and exit.code == 0:
+            assert output.out.startswith(f"usage: python -m {module}")
+            return
+        pytest.fail(f"{block.name}: `python -m {module} {arguments}` does "
+                    f"not parse: {output.err.strip()}")
+    assert "--help" not in argv, "--help must exit"
+
+
+def test_paths_and_extras_in_shell_blocks_exist():
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    section = pyproject.split("[project.optional-dependencies]", 1)[1]
+    section = section.split("\n[", 1)[0]
+    extras = set(re.findall(r"^(\w+)\s*=", section, flags=re.MULTILINE))
+    checked = 0
+    for block in SHELL:
+        for command in shell_commands(block):
+            for extra in re.findall(r"\[(\w+)\]", command):
+                assert extra in extras, f"{block.name}: no extra [{extra}]"
+                checked += 1
+            for word in shlex.split(command):
+                if re.match(r"^(tests|examples|recipes|docs)/", word):
+                    assert (ROOT / word).exists(), f"{block.name}: {word}"
+                    checked += 1
+    assert checked >= 5
