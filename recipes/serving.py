@@ -22,7 +22,8 @@ def usage(path, signature, inputs, outputs, example):
     `signature`, `inputs`, `outputs`, `python`) and its `readme` text.
 
     Args:
-        path: the export folder, as the user would write it.
+        path: the export folder as the example loads it (the README
+            inside the export says `path/to/export`: it may be moved).
         signature: the serving signature's name.
         inputs: `{name: description}` of the signature's inputs.
         outputs: `{name: description}` of its outputs.

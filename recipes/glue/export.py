@@ -55,7 +55,7 @@ def export_saved_model(path, model, preprocessor, task):
     )
     def write(tmp):
         archive.write_out(tmp, verbose=False)
-        serving.write_readme(tmp, export_usage(path, task))
+        serving.write_readme(tmp, export_usage("path/to/export", task))
 
     # Written to a temporary folder, then renamed: a kill while exporting
     # never leaves a half-written SavedModel at `path`.

@@ -49,7 +49,7 @@ def export_saved_model(path, translator):
     )
     def write(tmp):
         archive.write_out(tmp, verbose=False)
-        serving.write_readme(tmp, export_usage(path))
+        serving.write_readme(tmp, export_usage("path/to/export"))
 
     # Written to a temporary folder, then renamed: a kill while exporting
     # never leaves a half-written SavedModel at `path`.

@@ -92,7 +92,7 @@ def build_parser():
     group.add_argument("--label_smoothing", type=float, default=0.1,
                        help="Label smoothing of the cross-entropy.")
     group.add_argument("--normalize_first", action="store_true",
-                       help="Pre-LN blocks (default: post-LN, as in the "
+                       help="Pre-LN blocks (without it: post-LN, as in the "
                        "paper).")
     group.add_argument("--factorized_rank", type=int, default=8,
                        help="Rank of factorized_random (the paper's r).")
