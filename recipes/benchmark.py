@@ -889,6 +889,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     _check_args(args)
     if args.worker:
+        from recipes import cli
+
+        cli.import_quietly(("keras",))  # hides TensorFlow's start-up lines
         result = run_worker(args)
         with open(args.worker_out, "w") as f:
             json.dump(result, f)
@@ -902,8 +905,8 @@ def main(argv=None):
     started = time.time()
     for backend in args.backends:
         out = os.path.join(run_dir, f"worker-{backend}.json")
-        env = dict(os.environ, KERAS_BACKEND=backend,
-                   TF_CPP_MIN_LOG_LEVEL="2")
+        env = dict(os.environ, KERAS_BACKEND=backend)
+        env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
         _log(f"starting the {backend} worker")
         code = subprocess.call(
             [sys.executable, "-m", "recipes.benchmark", *argv,
