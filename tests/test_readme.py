@@ -10,6 +10,8 @@ written.
   win), in a temporary directory with the recipe's default `--model_dir`,
   and executes the block there in a fresh Python process, as a user would
   (TensorFlow backend only: the recipes and SavedModels are TensorFlow's).
+  These runs' exports must also say what they need (`assets/README.md`,
+  `results.json`'s `export_usage`).
 - Every `python -m recipes.X ...` command of a shell block is parsed by
   the recipe's own parser (a renamed or misspelled flag fails);
   `--help` must print the usage. Paths and `pip` extras named in shell
@@ -20,6 +22,7 @@ import contextlib
 import dataclasses
 import importlib
 import io
+import json
 import os
 import pathlib
 import re
@@ -209,3 +212,24 @@ def test_paths_and_extras_in_shell_blocks_exist():
                     assert (ROOT / word).exists(), f"{block.name}: {word}"
                     checked += 1
     assert checked >= 5
+
+
+@pytest.mark.parametrize("needs", sorted({b.needs for b in PYTHON
+                                          if b.needs}))
+def test_the_exports_say_what_they_need(needs, recipe_run):
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("the recipes run on the TensorFlow backend")
+    folder = recipe_run(needs)
+    [results_path] = folder.glob("runs/*/*/results.json")
+    results = json.loads(results_path.read_text(encoding="utf-8"))
+    usage = results["export_usage"]
+    assert usage["python"].startswith(
+        "import tensorflow as tf\nimport tensorflow_text")
+    assert f"tf.saved_model.load({results['export']!r})" in usage["python"]
+    readme = (results_path.parent / "export" / "assets" / "README.md"
+              ).read_text(encoding="utf-8")
+    assert "import tensorflow_text" in readme
+    assert "tensorflow-text" in readme
+    assert f"Signature `{usage['signature']}`" in readme
+    for name in list(usage["inputs"]) + list(usage["outputs"]):
+        assert f"`{name}`" in readme
