@@ -891,7 +891,13 @@ def main(argv=None):
     if args.worker:
         from recipes import cli
 
-        cli.import_quietly(("keras",))  # hides TensorFlow's start-up lines
+        # TensorFlow prints its start-up lines when imported (also by the
+        # JAX worker, through Keras' utilities); import it with them hidden.
+        import importlib.util
+
+        cli.import_quietly(
+            ("keras",) + (("tensorflow",) if importlib.util.find_spec(
+                "tensorflow") else ()))
         result = run_worker(args)
         with open(args.worker_out, "w") as f:
             json.dump(result, f)
