@@ -25,12 +25,17 @@ PARSERS = {"glue": glue_train.build_parser,
 
 
 def help_text(build_parser):
-    # A wide terminal, so that each flag's help is on one line.
+    # A wide terminal: no line breaks (argparse also breaks at hyphens)
+    # inside a flag's help.
+    saved = os.environ.get("COLUMNS")
     os.environ["COLUMNS"] = "1000"
     try:
         return build_parser().format_help()
     finally:
-        del os.environ["COLUMNS"]
+        if saved is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = saved
 
 
 def flag_help(text, flag):
