@@ -3,8 +3,14 @@
 import importlib.util
 
 from keras_synth.layers.synthesizer_attention import SynthesizerAttention
+from keras_synth.layers.synthesizers import VARIANTS
 
-__all__ = ["SynthesizerAttention", "SynthesizerEncoder", "SynthesizerDecoder"]
+__all__ = [
+    "SynthesizerAttention",
+    "SynthesizerEncoder",
+    "SynthesizerDecoder",
+    "VARIANTS",
+]
 
 # The keras-nlp blocks need keras-hub (`pip install "keras-synth[nlp]"`).
 # They are imported eagerly when it is installed, so that their classes are

@@ -5,23 +5,17 @@ import numpy as np
 import pytest
 from keras import ops
 
+from keras_synth.layers import VARIANTS as PACKAGE_VARIANTS
 from keras_synth.layers import SynthesizerAttention
 from tests.backend_utils import gradients
+from tests.layers import layer_harness as harness
 from tests.layers.numpy_reference import reference_attention
 
 BACKEND = keras.backend.backend()
-VARIANTS = [
-    "dense",
-    "random",
-    "fixed_random",
-    "factorized_dense",
-    "factorized_random",
-    "vanilla",
-]
-MIXTURES = ["random+vanilla", "dense+vanilla", "random+dense",
-            "factorized_random+factorized_dense+fixed_random"]
+VARIANTS = list(PACKAGE_VARIANTS)
+MIXTURES = list(harness.MIXTURES)
 ALL = VARIANTS + MIXTURES
-BATCH_INDEPENDENT = ["random", "fixed_random", "factorized_random"]
+BATCH_INDEPENDENT = list(harness.BATCH_INDEPENDENT)
 
 B, T, S, D, H, K, L = 2, 5, 7, 12, 3, 4, 8
 
@@ -43,11 +37,7 @@ def make_layer(synthesizer, **kwargs):
     )
 
 
-def randomize(layer, seed=0):
-    """Gives every weight (biases and mixture weights too) random values."""
-    rng = np.random.default_rng(seed)
-    for w in layer.weights:
-        w.assign(rng.normal(scale=0.5, size=tuple(w.shape)).astype(w.dtype))
+randomize = harness.randomize
 
 
 def inputs(batch=B, length_q=T, length_s=S, seed=0):
@@ -92,6 +82,12 @@ def test_matches_numpy_reference(synthesizer, masks):
     )
     np.testing.assert_allclose(
         ops.convert_to_numpy(out), ref_out, atol=1e-4, rtol=1e-4
+    )
+    # Without scores the fast paths run (the batch-shared path, late
+    # zeroing of empty rows, the fused mixture): the same reference.
+    np.testing.assert_allclose(
+        ops.convert_to_numpy(layer(q, v, **kwargs)), ref_out,
+        atol=1e-4, rtol=1e-4,
     )
 
 
@@ -467,7 +463,9 @@ def test_error_factorized_sizes():
         ({"value_mask": np.ones((B, S + 1), bool)}, r"`value_mask` has the wrong shape.*\(2, 8\)"),
         ({"query_mask": np.ones((B, S), bool)}, r"`query_mask` has the wrong shape.*\(2, 7\)"),
         ({"attention_mask": np.ones((B, S, T), bool)}, r"`attention_mask` has the wrong shape.*\('batch', 5, 7\).*\(2, 7, 5\)"),
-        ({"attention_mask": np.ones((T, S), bool)}, r"`attention_mask` has the wrong shape"),
+        ({"attention_mask": np.ones((S, T), bool)}, r"`attention_mask` has the wrong shape.*\(5, 7\).*\(7, 5\)"),
+        ({"attention_mask": np.ones((B, H + 1, T, S), bool)}, r"`attention_mask` has the wrong shape.*\('batch', 3, 5, 7\).*\(2, 4, 5, 7\)"),
+        ({"attention_mask": np.ones((T,), bool)}, r"`attention_mask` has the wrong rank.*\(5,\)"),
     ],
 )
 def test_error_mask_of_wrong_shape(kwargs, message):
@@ -524,9 +522,19 @@ def test_keras_file_round_trip(synthesizer, tmp_path):
         )
 
 
-@pytest.mark.skipif(BACKEND != "tensorflow", reason="SavedModel export is TensorFlow-only")
+def skip_unless_saved_model_export():
+    """Keras 3 exports a TF SavedModel from TensorFlow and JAX (both need
+    TensorFlow, installed here); from PyTorch it goes through torch_xla."""
+    import importlib.util
+
+    if BACKEND == "torch" and importlib.util.find_spec("torch_xla") is None:
+        pytest.skip("Keras exports a SavedModel from PyTorch through "
+                    "torch_xla, which is not installed")
+
+
 @pytest.mark.parametrize("synthesizer", ["random+vanilla", "dense", "factorized_dense"])
 def test_saved_model_export_with_other_batch_and_length(synthesizer, tmp_path):
+    skip_unless_saved_model_export()
     import tensorflow as tf
 
     x = keras.Input((None, D))
