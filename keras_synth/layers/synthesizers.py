@@ -356,15 +356,18 @@ def factorized_rows(left, right, sizes, key_length):
     memory of a training step).
     """
     a, b = sizes
-    keys = ops.arange(key_length)
-    expansions = [
-        ops.cast(ops.expand_dims(index, 0)
-                 == ops.expand_dims(ops.arange(size), 1), left.dtype)
-        for index, size in ((keys // b, a), (keys % b, b))
-    ]
 
     @ops.custom_gradient
     def rows(left, right):
+        # The expansions are built here, not closed over: a custom gradient
+        # that closes over traced values cannot be exported (jax2tf).
+        keys = ops.arange(key_length)
+        expansions = [
+            ops.cast(ops.expand_dims(index, 0)
+                     == ops.expand_dims(ops.arange(size), 1), left.dtype)
+            for index, size in ((keys // b, a), (keys % b, b))
+        ]
+
         def grad(*args, upstream=None):
             if upstream is None:  # TensorFlow and JAX pass it positionally.
                 (upstream,) = args

@@ -41,6 +41,19 @@ MIXTURES = (
 ALL_VARIANTS = tuple(VARIANTS) + MIXTURES
 
 
+def skip_unless_saved_model_export():
+    """Keras 3 exports a TF SavedModel from TensorFlow and from JAX (both
+    need TensorFlow, installed with the test dependencies); from PyTorch it
+    goes through torch_xla, skipped where that is not installed."""
+    import importlib.util
+
+    import pytest
+
+    if BACKEND == "torch" and importlib.util.find_spec("torch_xla") is None:
+        pytest.skip("Keras exports a SavedModel from PyTorch through "
+                    "torch_xla, which is not installed")
+
+
 def randomize(layer, seed=0, scale=0.5):
     """Gives every weight (biases and mixture weights too) random values."""
     rng = np.random.default_rng(seed)
