@@ -57,7 +57,7 @@ def _clone(layer):
 
 def _logit_path_params(variant, d=D, heads=HEADS, k=K, length=MAX_LEN,
                        rank=RANK):
-    """Parameters of the logit path (SPEC.md table), biases included."""
+    """Parameters of the logit path (docs/design.md, "The variants"), biases included."""
     a = math.ceil(math.sqrt(length))
     b = math.ceil(length / a)
     per_variant = {
