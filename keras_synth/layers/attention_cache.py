@@ -36,6 +36,24 @@ def cache_shape(batch_size, length, num_heads, key_dim, value_dim,
     return (batch_size, 1, length, num_heads, value_dim)
 
 
+def cache_length(length, max_length):
+    """The length of a new cache: `length`, by default the layer's
+    `max_length`, never more than it."""
+    if length is None:
+        length = max_length
+    if length is None:
+        raise ValueError(
+            "Argument `max_length` is required by `initial_cache` for a "
+            "layer built without `max_length`. Received: max_length=None"
+        )
+    if max_length is not None and is_int(length) and length > max_length:
+        raise ValueError(
+            f"Argument `max_length`={length} of `initial_cache` "
+            f"exceeds the layer's max_length={max_length}."
+        )
+    return length
+
+
 def check_cache(cache, num_heads, key_dim, value_dim, uses_keys, variant):
     """Raises unless `cache`'s static shape fits the layer's layout."""
     slots = 2 if uses_keys else 1

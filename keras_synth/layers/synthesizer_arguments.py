@@ -171,3 +171,32 @@ def check_sliding_window(sliding_window):
             "expected `None` or a positive integer. Received: "
             f"sliding_window={sliding_window!r}"
         )
+
+
+def check_input_shapes(query_shape, value_shape, key_shape):
+    """Raises for ranks other than 3 and for axes that must agree, with
+    `MultiHeadAttention`'s message for keys and values."""
+    for arg, shape in (
+        ("query", query_shape),
+        ("value", value_shape),
+        ("key", key_shape),
+    ):
+        if len(shape) != 3:
+            raise ValueError(
+                f"Argument `{arg}` must have rank 3 (batch, length, "
+                f"features). Received: {arg}.shape={tuple(shape)}"
+            )
+    if tuple(value_shape[1:-1]) != tuple(key_shape[1:-1]):
+        raise ValueError(
+            "All dimensions of `value` and `key`, except the last one, "
+            f"must be equal. Received: value_shape={tuple(value_shape)} "
+            f"and key_shape={tuple(key_shape)}"
+        )
+    sizes = {query_shape[0], value_shape[0], key_shape[0]} - {None}
+    if len(sizes) > 1:
+        raise ValueError(
+            "The batch dimensions of `query`, `value` and `key` must be "
+            f"equal. Received: query_shape={tuple(query_shape)}, "
+            f"value_shape={tuple(value_shape)} and "
+            f"key_shape={tuple(key_shape)}"
+        )

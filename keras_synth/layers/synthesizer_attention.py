@@ -378,7 +378,7 @@ class SynthesizerAttention(keras.layers.Layer):
 
     def build(self, query_shape, value_shape, key_shape=None):
         key_shape = value_shape if key_shape is None else key_shape
-        self._check_shapes(query_shape, value_shape, key_shape)
+        arguments.check_input_shapes(query_shape, value_shape, key_shape)
         self._value_dense = self._projection(
             "bsd,dnh->bsnh", (None, self._num_heads, self._value_dim),
             "nh", "value",
@@ -413,34 +413,6 @@ class SynthesizerAttention(keras.layers.Layer):
             (query_shape[0], query_shape[1], self._num_heads, self._value_dim)
         )
 
-    @staticmethod
-    def _check_shapes(query_shape, value_shape, key_shape):
-        """Ranks, and the axes that must agree, as `MultiHeadAttention`."""
-        for arg, shape in (
-            ("query", query_shape),
-            ("value", value_shape),
-            ("key", key_shape),
-        ):
-            if len(shape) != 3:
-                raise ValueError(
-                    f"Argument `{arg}` must have rank 3 (batch, length, "
-                    f"features). Received: {arg}.shape={tuple(shape)}"
-                )
-        if tuple(value_shape[1:-1]) != tuple(key_shape[1:-1]):
-            raise ValueError(
-                "All dimensions of `value` and `key`, except the last one, "
-                f"must be equal. Received: value_shape={tuple(value_shape)} "
-                f"and key_shape={tuple(key_shape)}"
-            )
-        sizes = {query_shape[0], value_shape[0], key_shape[0]} - {None}
-        if len(sizes) > 1:
-            raise ValueError(
-                "The batch dimensions of `query`, `value` and `key` must be "
-                f"equal. Received: query_shape={tuple(query_shape)}, "
-                f"value_shape={tuple(value_shape)} and "
-                f"key_shape={tuple(key_shape)}"
-            )
-
     # ----------------------------------------------------------------- call
 
     def call(
@@ -461,7 +433,7 @@ class SynthesizerAttention(keras.layers.Layer):
     ):
         if key is None:
             key = value
-        self._check_shapes(query.shape, value.shape, key.shape)
+        arguments.check_input_shapes(query.shape, value.shape, key.shape)
         # Masks are handled here, at the level of the layer (as in MHA).
         if query_mask is None:
             query_mask = get_keras_mask(query)
@@ -571,22 +543,7 @@ class SynthesizerAttention(keras.layers.Layer):
             max_length: Cache length; defaults to the layer's `max_length`.
             dtype: Defaults to the layer's compute dtype.
         """
-        if max_length is None:
-            max_length = self._max_length
-        if max_length is None:
-            raise ValueError(
-                "Argument `max_length` is required by `initial_cache` for a "
-                "layer built without `max_length`. Received: max_length=None"
-            )
-        if (
-            self._max_length is not None
-            and isinstance(max_length, int)
-            and max_length > self._max_length
-        ):
-            raise ValueError(
-                f"Argument `max_length`={max_length} of `initial_cache` "
-                f"exceeds the layer's max_length={self._max_length}."
-            )
+        max_length = attention_cache.cache_length(max_length, self._max_length)
         shape = attention_cache.cache_shape(
             batch_size, max_length, self._num_heads, self._key_dim,
             self._value_dim, self.uses_keys,
@@ -599,7 +556,7 @@ class SynthesizerAttention(keras.layers.Layer):
         query_shape = tuple(query_shape)
         value_shape = tuple(value_shape)
         key_shape = value_shape if key_shape is None else tuple(key_shape)
-        self._check_shapes(query_shape, value_shape, key_shape)
+        arguments.check_input_shapes(query_shape, value_shape, key_shape)
         if self._output_shape:
             return query_shape[:-1] + tuple(self._output_shape)
         return query_shape
