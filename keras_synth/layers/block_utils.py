@@ -1,6 +1,6 @@
 """Helpers shared by the keras-nlp blocks (`SynthesizerEncoder/Decoder`).
 
-Private module: masks merged the way keras-nlp's Transformer blocks merge
+Shared by the two block modules, not exported: masks merged the way keras-nlp's Transformer blocks merge
 them, Keras masks detached while an attention layer runs, early validation
 of the synthesizer arguments.
 """
