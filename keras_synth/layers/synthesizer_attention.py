@@ -440,18 +440,19 @@ class SynthesizerAttention(keras.layers.Layer):
         for tensor in (query, value, key):
             set_keras_mask(tensor, None)
 
-        keys, values, cache = self._project_keys_and_values(
-            key, value, cache, cache_update_index
-        )
         if query_start_index is None:
             query_start_index = (
                 0 if cache_update_index is None else cache_update_index
             )
         query_length = ops.shape(query)[1]
-        key_length = ops.shape(values)[1]
+        # Checked before the cache is written: a write out of range would
+        # be clamped (JAX, XLA) or fail with an index error (PyTorch).
         in_range = self._check_positions(
-            query_start_index, query_length, key_length, cache,
-            cache_update_index, ops.shape(value)[1],
+            query_start_index, query_length, ops.shape(value)[1], cache,
+            cache_update_index,
+        )
+        keys, values, cache = self._project_keys_and_values(
+            key, value, cache, cache_update_index
         )
         attention_output, attention_scores = attention_paths.attend(
             self._synthesizers,
@@ -499,10 +500,6 @@ class SynthesizerAttention(keras.layers.Layer):
                 )
             keys = self._project_key(key) if self.uses_keys else None
             return keys, self._value_dense(value), None
-        attention_cache.check_cache(
-            cache, self._num_heads, self._key_dim, self._value_dim,
-            self.uses_keys, self._synthesizer,
-        )
         if cache_update_index is None:
             return attention_cache.update_cache(cache, None, None)
         new_keys = self._project_key(key) if self.uses_keys else None
@@ -516,17 +513,24 @@ class SynthesizerAttention(keras.layers.Layer):
                 return synthesizer.project_key(key)
         return None
 
-    def _check_positions(self, query_start, query_length, key_length, cache,
-                         cache_update_index, update_length):
+    def _check_positions(self, query_start, query_length, value_length,
+                         cache, cache_update_index):
         """Raises for known lengths or positions out of range; returns the
         traced in-range flag (`attention_cache.positions_in_range`)."""
+        if cache is not None:
+            attention_cache.check_cache(
+                cache, self._num_heads, self._key_dim, self._value_dim,
+                self.uses_keys, self._synthesizer,
+            )
+        key_length = value_length if cache is None else ops.shape(cache)[2]
         attention_cache.check_lengths(
             query_length, key_length, self._max_length, self._synthesizer
         )
-        cache_length = None if cache is None else ops.shape(cache)[2]
+        if cache is None:
+            cache_update_index = None  # `_project_keys_and_values` raises
         return attention_cache.positions_in_range(
             query_start, query_length, self._max_length,
-            cache_update_index, update_length, cache_length,
+            cache_update_index, value_length, key_length,
         )
 
     def initial_cache(self, batch_size, max_length=None, dtype=None):
