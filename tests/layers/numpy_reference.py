@@ -1,4 +1,4 @@
-"""A float64 NumPy reference of `SynthesizerAttention`, from the paper's equations.
+"""A float64 NumPy reference of `SynthesizerAttention` (the paper's equations).
 
 It reads the layer's own weights, by the names the layer's docstring gives
 (`value/kernel`, `dense/hidden/kernel`, `random/logits`, `mixture_logits`,
