@@ -3,14 +3,11 @@
 import importlib.util
 
 from keras_synth.layers.synthesizer_attention import SynthesizerAttention
+# The variant names `SynthesizerAttention(synthesizer=...)` accepts (a
+# constant; `__all__` lists the layers).
 from keras_synth.layers.synthesizers import VARIANTS
 
-__all__ = [
-    "SynthesizerAttention",
-    "SynthesizerEncoder",
-    "SynthesizerDecoder",
-    "VARIANTS",
-]
+__all__ = ["SynthesizerAttention", "SynthesizerEncoder", "SynthesizerDecoder"]
 
 # The keras-nlp blocks need keras-hub (`pip install "keras-synth[nlp]"`).
 # They are imported eagerly when it is installed, so that their classes are
