@@ -28,7 +28,7 @@ from keras import ops
 
 from keras_synth.layers import SynthesizerDecoder
 from keras_synth.layers import SynthesizerEncoder
-from keras_synth.layers._block_utils import keras_nlp
+from keras_synth.layers.block_utils import keras_nlp
 
 BOS = 1  # token 0 is padding, 1 starts the target of the seq2seq model
 

@@ -387,12 +387,17 @@ def atomic_write(path, write):
 
     A process killed (or an exception raised) while writing leaves `path`
     as it was: absent, or the previous complete version. A folder replaces
-    the previous folder (moved aside, then removed). Leftover temporary
-    names are removed by `remove_temporary_files`.
+    the previous folder: the previous one is moved aside (to
+    `_old_folder_path(path)`), the new one renamed to `path`, then the
+    previous one removed. A process killed between those two renames
+    leaves no `path` but a complete new folder, which
+    `remove_temporary_files` renames to `path`; it removes every other
+    leftover temporary name.
     """
     import shutil
 
     tmp = temporary_path(path)
+    old = _old_folder_path(path)
     if os.path.isdir(tmp):
         shutil.rmtree(tmp)
     try:
@@ -401,13 +406,15 @@ def atomic_write(path, write):
             with open(tmp, "rb") as f:
                 os.fsync(f.fileno())
         if os.path.isdir(tmp) and os.path.isdir(path):
-            old = temporary_path(path + ".old")
+            # From here on `tmp` is complete: a restart keeps it.
             os.replace(path, old)
             os.replace(tmp, path)
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(tmp, path)
     except BaseException:
+        if os.path.isdir(old) and not os.path.exists(path):
+            os.replace(old, path)
         if os.path.isdir(tmp):
             shutil.rmtree(tmp, ignore_errors=True)
         elif os.path.exists(tmp):
@@ -416,12 +423,45 @@ def atomic_write(path, write):
     return path
 
 
+_OLD_PREFIX = f"{TMP_PREFIX}old-"
+
+
+def _old_folder_path(path):
+    """Where `atomic_write` moves the previous folder `path` aside."""
+    folder, name = os.path.split(os.path.abspath(path))
+    return os.path.join(folder, f"{_OLD_PREFIX}{os.getpid()}-{name}")
+
+
+def _recover_replaced_folders(folder):
+    """Finishes folder replacements that a kill interrupted between their
+    two renames: the previous folder is aside and `name` is missing, so
+    the new folder (complete: the previous one is moved aside only once the
+    new one is written) becomes `name`, or, if it is gone, the previous
+    folder comes back."""
+    for entry in os.listdir(folder):
+        if not entry.startswith(_OLD_PREFIX):
+            continue
+        pid, sep, name = entry[len(_OLD_PREFIX):].partition("-")
+        if not (pid.isdigit() and sep and name):
+            continue
+        path = os.path.join(folder, name)
+        new = os.path.join(folder, f"{TMP_PREFIX}{pid}-{name}")
+        if os.path.exists(path):
+            continue
+        if os.path.isdir(new):
+            os.replace(new, path)
+        else:
+            os.replace(os.path.join(folder, entry), path)
+
+
 def remove_temporary_files(folder):
-    """Removes what an interrupted `atomic_write` left in `folder`."""
+    """Removes what an interrupted `atomic_write` left in `folder`, after
+    completing a folder replacement killed between its two renames."""
     import shutil
 
     if not os.path.isdir(folder):
         return []
+    _recover_replaced_folders(folder)
     removed = []
     for name in os.listdir(folder):
         if name.startswith(TMP_PREFIX):

@@ -3,6 +3,9 @@
 import importlib.util
 
 from keras_synth.layers.synthesizer_attention import SynthesizerAttention
+# The variant names `SynthesizerAttention(synthesizer=...)` accepts (a
+# constant; `__all__` lists the layers).
+from keras_synth.layers.synthesizers import VARIANTS
 
 __all__ = ["SynthesizerAttention", "SynthesizerEncoder", "SynthesizerDecoder"]
 

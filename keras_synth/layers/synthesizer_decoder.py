@@ -3,8 +3,8 @@
 import keras
 from keras import ops
 
-from keras_synth.layers import _block_utils as utils
-from keras_synth.layers._block_utils import keras_nlp
+from keras_synth.layers import block_utils as utils
+from keras_synth.layers.block_utils import keras_nlp
 from keras_synth.layers.synthesizer_attention import SynthesizerAttention
 from keras_synth.layers.synthesizer_attention import parse_synthesizer
 

@@ -1,10 +1,11 @@
 """The synthesizers: each one turns its inputs into attention logits.
 
-Every class here owns the weights of one variant of the paper (SPEC.md, "The
-variants") and computes that variant's logits in one short `logits` method.
-`SynthesizerAttention` composes them; this module is private.
+Every class here owns the weights of one variant of the paper (docs/design.md,
+"The variants") and computes that variant's logits in one short `logits`
+method, whose docstring gives its formula. `SynthesizerAttention` composes
+them; the classes are shared within this package, not exported.
 
-Shapes (SPEC.md notation): the query input is `(B, T, d)`, projected keys are
+Shapes (docs/design.md notation): the query input is `(B, T, d)`, projected keys are
 `(B, S, H, k)`. `logits` returns `(B, H, T, S)` for variants that depend on
 the input and `(H, T, S)` for those that do not (`batch_dependent = False`),
 always in `logits_dtype` (float32 under mixed precision).
@@ -12,6 +13,9 @@ always in `logits_dtype` (float32 under mixed precision).
 
 import keras
 from keras import ops
+
+from keras_synth.layers.keras_utils import clone_initializer
+from keras_synth.layers.keras_utils import is_int
 
 VARIANTS = (
     "dense",
@@ -125,8 +129,8 @@ class Synthesizer(keras.layers.Layer):
 
     def _dense_kwargs(self):
         kw = dict(self.sublayer_kwargs)
-        kw["kernel_initializer"] = _clone(kw["kernel_initializer"])
-        kw["bias_initializer"] = _clone(kw["bias_initializer"])
+        kw["kernel_initializer"] = clone_initializer(kw["kernel_initializer"])
+        kw["bias_initializer"] = clone_initializer(kw["bias_initializer"])
         return kw
 
     def project_key(self, key):
@@ -172,14 +176,6 @@ def _scaled(x, scale, head_axis):
     shape = [1] * len(x.shape)
     shape[head_axis] = -1
     return x * ops.reshape(ops.cast(scale, x.dtype), shape)
-
-
-def _is_int(value):
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _clone(initializer):
-    return initializer.__class__.from_config(initializer.get_config())
 
 
 class VanillaSynthesizer(Synthesizer):
@@ -242,14 +238,14 @@ class DenseSynthesizer(Synthesizer):
         self.kernel = self._add_logit_weight(
             "kernel",
             (self.num_heads, self.key_dim, self.max_length),
-            _clone(kw["kernel_initializer"]),
+            clone_initializer(kw["kernel_initializer"]),
         )
         self.bias = None
         if self.use_bias:
             self.bias = self._add_logit_weight(
                 "bias",
                 (self.num_heads, self.max_length),
-                _clone(kw["bias_initializer"]),
+                clone_initializer(kw["bias_initializer"]),
             )
 
     def _parts(self, query, key_length, scale):
@@ -275,8 +271,8 @@ class DenseSynthesizer(Synthesizer):
         # transpose of the largest tensor (forward and backward). The
         # broadcast kernel is only B x H x (k + 1) x S. With the bias as a
         # column of the product, its gradient is part of the product's
-        # instead of a reduction of B x H x T x S over (b, t), which costs
-        # about a tenth of a training step on XLA CPU.
+        # instead of a reduction of B x H x T x S over (b, t), which XLA's
+        # CPU backend runs slowly (docs/benchmark.md).
         right = ops.broadcast_to(
             ops.expand_dims(right, 0),
             (ops.shape(left)[0],) + tuple(ops.shape(right)),
@@ -319,7 +315,7 @@ class FactorizedDenseSynthesizer(Synthesizer):
                 self._add_logit_weight(
                     f"kernel_{name}",
                     (self.num_heads, self.key_dim, size),
-                    _clone(kw["kernel_initializer"]),
+                    clone_initializer(kw["kernel_initializer"]),
                 )
             )
             if self.use_bias:
@@ -327,7 +323,7 @@ class FactorizedDenseSynthesizer(Synthesizer):
                     self._add_logit_weight(
                         f"bias_{name}",
                         (self.num_heads, size),
-                        _clone(kw["bias_initializer"]),
+                        clone_initializer(kw["bias_initializer"]),
                     )
                 )
 
@@ -341,11 +337,11 @@ class FactorizedDenseSynthesizer(Synthesizer):
                 factor = factor + ops.expand_dims(self.biases[i], 1)
             factors.append(factor)
         factors[0] = _scaled(factors[0], scale, 1)  # (B, H, T, a)
-        return _factorized_rows(factors[0], factors[1], self.sizes,
+        return factorized_rows(factors[0], factors[1], self.sizes,
                                 key_length)
 
 
-def _factorized_rows(left, right, sizes, key_length):
+def factorized_rows(left, right, sizes, key_length):
     """`rows[..., j] = left[..., j // b] * right[..., j % b]` for `j < S`.
 
     Forward, as the product of two matrix products with one-hot expansions
@@ -353,29 +349,30 @@ def _factorized_rows(left, right, sizes, key_length):
     `(b, S)`: the rows come out contiguous and already `S` long. As a
     broadcast outer product reshaped and sliced to `S`, XLA's CPU backend
     recomputes it inside every consumer (the softmax's max and exp) with
-    per-element index arithmetic: a TensorFlow training step of 1.04-1.08x
-    MultiHeadAttention's, against 0.91-0.96x this way (length 512; JAX: no
-    change).
+    per-element index arithmetic, which is slower (docs/benchmark.md).
     Backward, from the factors and the upstream gradient viewed as an
     `(a, b)` grid (padded from `S` to `a * b`), so that the `B x H x T x S`
-    expansions are never kept for the gradient: with them, the peak memory
-    of a training step grew by a quarter (JAX, batch 32, length 1024).
+    expansions are never kept for the gradient (they would raise the peak
+    memory of a training step).
     """
     a, b = sizes
-    keys = ops.arange(key_length)
-    expansions = [
-        ops.cast(ops.expand_dims(index, 0)
-                 == ops.expand_dims(ops.arange(size), 1), left.dtype)
-        for index, size in ((keys // b, a), (keys % b, b))
-    ]
 
     @ops.custom_gradient
     def rows(left, right):
+        # The expansions are built here, not closed over: a custom gradient
+        # that closes over traced values cannot be exported (jax2tf).
+        keys = ops.arange(key_length)
+        expansions = [
+            ops.cast(ops.expand_dims(index, 0)
+                     == ops.expand_dims(ops.arange(size), 1), left.dtype)
+            for index, size in ((keys // b, a), (keys % b, b))
+        ]
+
         def grad(*args, upstream=None):
             if upstream is None:  # TensorFlow and JAX pass it positionally.
                 (upstream,) = args
             shape = tuple(ops.shape(upstream))[:-1]
-            if not (_is_int(key_length) and key_length == a * b):
+            if not (is_int(key_length) and key_length == a * b):
                 upstream = ops.concatenate([
                     upstream,
                     ops.zeros(shape + (a * b - key_length,), upstream.dtype),
@@ -402,7 +399,7 @@ class RandomSynthesizer(Synthesizer):
         self.kernel = self._add_logit_weight(
             "logits",
             (self.num_heads, length, length),
-            _clone(self.random_initializer),
+            clone_initializer(self.random_initializer),
             trainable=self.trainable_logits,
             regularized=False,
         )
@@ -437,10 +434,10 @@ class FactorizedRandomSynthesizer(Synthesizer):
     def build(self, query_shape, key_shape):
         shape = (self.num_heads, self.max_length, self.rank)
         self.left = self._add_logit_weight(
-            "left", shape, _clone(self.random_initializer), regularized=False
+            "left", shape, clone_initializer(self.random_initializer), regularized=False
         )
         self.right = self._add_logit_weight(
-            "right", shape, _clone(self.random_initializer), regularized=False
+            "right", shape, clone_initializer(self.random_initializer), regularized=False
         )
 
     def factors(self, query, key, query_start, query_length, key_length,

@@ -1,16 +1,16 @@
-"""A float64 NumPy reference of `SynthesizerAttention`, written from SPEC.md.
+"""A float64 NumPy reference of `SynthesizerAttention` (the paper's equations).
 
 It reads the layer's own weights, by the names the layer's docstring gives
 (`value/kernel`, `dense/hidden/kernel`, `random/logits`, `mixture_logits`,
 ...), and recomputes the layer's forward pass (inference mode: no dropout)
-from the equations of SPEC.md, independently of the layer's code:
+from the paper's equations, independently of the layer's code:
 
 - values `V = M W_V + b_V`, output `Y = concat_h(P_h V_h) W_O + b_O`;
-- the logits of every variant ("The variants" table) and of mixtures,
+- the logits of every variant (README, "The variants") and of mixtures,
   `sum_i softmax(w_h)_i L_i`;
 - masks combined as in `keras.layers.MultiHeadAttention` (True = may
   attend) and applied to the final logits; a query row whose keys are all
-  masked gets all-zero probabilities (SPEC.md, "Masks").
+  masked gets all-zero probabilities.
 
 API (kept stable, other tests use it):
 
@@ -22,6 +22,26 @@ API (kept stable, other tests use it):
 `output` is `(B, T, *output_shape)`, `probs` is `(B, H, T, S)`, both float64
 NumPy arrays. `layer_weights(layer)` returns the weights as a dict of
 float64 arrays keyed by those names.
+
+Tolerances (`tolerances`, `assert_within`): per element, from the layer's
+dtype policy. With `eps` the machine epsilon of the compute dtype (2**-23
+float32, 2**-10 float16, 2**-7 bfloat16), `e` the largest rounding error of
+a logit of the query row (`eps` of the dtype that variant's logits are
+computed in, times the magnitude of their terms: see `_logit_errors`; an
+error `e` in the logits changes a probability by up to `2 e` relative) and
+`c = TOLERANCE_FACTOR`:
+
+    |p - p_ref| <= c (eps + e) p_ref + c tiny
+    |y - y_ref| <= c (eps + e) m + c tiny m_1
+
+where `m = |P| (|M| |W_V| + |b_V|) |W_O| + |b_O|` is the magnitude of the
+terms summed into that output element (>= |y_ref|; a sum of products in a
+dtype is exact to a few `eps` of it), `tiny` the absolute rounding error of
+a probability far below 1 (the larger of float32's smallest normal number
+and `eps` times the compute dtype's: 2**-24 in float16), `m_1` is `m` with
+every probability 1, and a probability row's sum is within
+`c (eps + e) + c tiny S` of 1. Both are relative to each element's own
+size, not to the largest value of the tensor.
 """
 
 import math
@@ -35,7 +55,13 @@ __all__ = [
     "reference_logits",
     "combined_mask",
     "masked_softmax",
+    "tolerances",
+    "assert_within",
 ]
+
+# `c` of the tolerances: on random cases of the property tests the errors
+# stay within about one `(eps + e)`; 4 leaves a margin without being loose.
+TOLERANCE_FACTOR = 4.0
 
 
 def _to_numpy(x):
@@ -222,3 +248,120 @@ def reference_attention(layer, query, value, key=None, query_mask=None,
     if "attention_output/bias" in weights:
         output = output + weights["attention_output/bias"]
     return output, probs
+
+
+def machine_epsilon(dtype):
+    """`eps` of a floating dtype name (bfloat16 included: 2**-7)."""
+    if dtype == "bfloat16":
+        return 2.0 ** -7
+    return float(np.finfo(dtype).eps)
+
+
+def tolerances(layer, query, value, key=None, query_mask=None,
+               value_mask=None, key_mask=None, attention_mask=None,
+               use_causal_mask=False, query_start_index=0):
+    """Per-element tolerances of `layer(query, value, key, ...)`.
+
+    Returns:
+        `(output_tol, probs_tol, row_sum_tol)`, shaped like the output
+        `(B, T, *output_shape)`, the probabilities `(B, H, T, S)` and their
+        row sums `(B, H, T)` (see the module docstring).
+    """
+    policy = layer.dtype_policy
+    eps = machine_epsilon(policy.compute_dtype)
+    query = _f64(query)
+    value = _f64(value)
+    key = value if key is None else _f64(key)
+    weights = layer_weights(layer)
+    B, T, S = query.shape[0], query.shape[1], value.shape[1]
+    logits = reference_logits(layer, query, value, key, query_start_index,
+                              weights=weights)
+    mask = combined_mask(B, T, S, query_mask, value_mask, key_mask,
+                         attention_mask, use_causal_mask, query_start_index)
+    probs = masked_softmax(logits, None if mask is None else mask[:, None])
+    kept = (np.ones(logits.shape, bool) if mask is None
+            else np.broadcast_to(mask[:, None], logits.shape))
+    # (B, H, T): the largest rounding error of a kept logit of the row.
+    error = np.where(kept, _logit_errors(layer, weights, query, key,
+                                         int(query_start_index), T, S),
+                     0.0).max(axis=-1)
+    relative = TOLERANCE_FACTOR * (eps + error)
+    # Probabilities far below 1 (past the compute dtype's normal range, or
+    # float32's while the softmax runs) are rounded in absolute terms.
+    tiny = TOLERANCE_FACTOR * max(
+        float(np.finfo(np.float32).tiny),
+        machine_epsilon(policy.compute_dtype)
+        * _smallest_normal(policy.compute_dtype))
+    probs_tol = relative[..., None] * probs + tiny
+    magnitudes = {name: np.abs(w) for name, w in weights.items()}
+    values = _project(np.abs(value), magnitudes, "value")
+    w_out = magnitudes["attention_output/kernel"]
+    terms = np.tensordot(np.einsum("bnts,bsnh->btnh", probs, values), w_out,
+                         axes=([2, 3], [0, 1]))
+    if "attention_output/bias" in magnitudes:
+        terms = terms + magnitudes["attention_output/bias"]
+    # Each probability's absolute part `tiny` reaches the output through its
+    # value and the output projection.
+    all_values = np.tensordot(values.sum(axis=1)[:, None], w_out,
+                              axes=([2, 3], [0, 1]))
+    row_relative = relative.max(axis=1)  # (B, T): the worst head
+    row_relative = row_relative.reshape(
+        row_relative.shape + (1,) * (terms.ndim - 2))
+    return (row_relative * terms + tiny * all_values, probs_tol,
+            relative + tiny * S)
+
+
+# Variants whose logits come from projections of the query (and key) in the
+# compute dtype; the others' logits are weights in the variable dtype.
+_PROJECTED = ("vanilla", "dense", "factorized_dense")
+
+
+def _logit_errors(layer, weights, query, key, start, T, S):
+    """`(B, H, T, S)`: a bound on the rounding error of each logit.
+
+    Each variant's logits rounded to `eps` of the dtype they are computed
+    in, relative to the magnitude of their terms: the logits recomputed from
+    |inputs| and |weights| (|q||k| for dot products, not |q.k|, which may
+    cancel), weighted by the mixture's weights.
+    """
+    policy = layer.dtype_policy
+    magnitudes = {name: (w if name == "mixture_logits" else np.abs(w))
+                  for name, w in weights.items()}
+    if len(layer.variants) == 1:
+        alpha = np.ones((layer.num_heads, 1))
+    else:
+        w = weights["mixture_logits"]
+        w = np.exp(w - w.max(axis=-1, keepdims=True))
+        alpha = w / w.sum(axis=-1, keepdims=True)
+    errors = 0.0
+    for i, name in enumerate(layer.variants):
+        eps = machine_epsilon(policy.compute_dtype if name in _PROJECTED
+                              else policy.variable_dtype)
+        size = _variant_logits(layer, name, magnitudes, np.abs(query),
+                               np.abs(key), start, T, S)
+        errors = errors + alpha[None, :, i, None, None] * eps * size
+    return errors
+
+
+def _smallest_normal(dtype):
+    if dtype == "bfloat16":
+        return float(np.finfo(np.float32).tiny)
+    return float(np.finfo(dtype).tiny)
+
+
+def assert_within(actual, expected, tol, what):
+    """Asserts `|actual - expected| <= tol` element by element (`expected`
+    and `tol` broadcast to `actual`'s shape)."""
+    actual = np.asarray(actual, np.float64)
+    expected = np.broadcast_to(np.asarray(expected, np.float64),
+                               actual.shape)
+    error = np.abs(actual - expected)
+    bad = ~(error <= tol)
+    if np.any(bad):
+        i = np.unravel_index(np.argmax(np.where(bad, error - tol, -np.inf)),
+                             error.shape)
+        raise AssertionError(
+            f"{what}: {int(bad.sum())} of {error.size} elements outside "
+            f"the tolerance; worst at {list(i)}: actual {actual[i]!r}, "
+            f"expected {expected[i]!r}, error {error[i]:.3g} > tolerance "
+            f"{np.broadcast_to(tol, error.shape)[i]:.3g}")

@@ -15,7 +15,7 @@ from keras import ops
 from keras_synth.layers import SynthesizerAttention
 from keras_synth.layers import SynthesizerDecoder
 from keras_synth.layers import SynthesizerEncoder
-from keras_synth.layers._block_utils import keras_nlp
+from keras_synth.layers.block_utils import keras_nlp
 
 VARIANTS = [
     "dense",

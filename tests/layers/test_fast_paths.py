@@ -2,10 +2,12 @@
 
 Batch-independent variants (random, fixed random, factorized random) attend
 with `H x T x S` probabilities; with a key padding mask they normalise after
-the product with the values (`_compute_shared_attention`). The private switch
-`layer._fast_paths = False` forces the general path, which builds the
-`B x H x T x S` probabilities. Both must give the same outputs and gradients
-for the same weights and masks, in eager mode and compiled.
+the product with the values (`shared_attention`). The tests call the
+attention kernel `attention_paths.attend` directly, with `fast_paths=True`
+(what the layer runs) and `fast_paths=False` (the general path, which
+builds the `B x H x T x S` probabilities, and no fused mixture). Both must
+give the same outputs and gradients for the same weights and masks, in eager
+mode and compiled (docs/design.md, "Fast paths").
 """
 
 import keras
@@ -14,9 +16,11 @@ import pytest
 from keras import ops
 
 from keras_synth.layers import SynthesizerAttention
+from keras_synth.layers import attention_paths
+from keras_synth.layers import general_attention
 from tests.backend_utils import gradients
-
-SHARED = ("random", "fixed_random", "factorized_random")
+from tests.layers.layer_harness import BATCH_INDEPENDENT as SHARED
+from tests.layers.layer_harness import compiled
 BATCH, LENGTH, WIDTH, HEADS, KEY_DIM, MAX_LENGTH = 3, 7, 12, 2, 4, 9
 
 
@@ -67,16 +71,30 @@ def _layer(variant, seed=1, **kwargs):
     return layer
 
 
+def attend(layer, x, fast_paths, return_attention_scores=False, **masks):
+    """The layer's attention on self-attention input `x` through the kernel
+    `attention_paths.attend`, then the output projection."""
+    keys = next(
+        (s.project_key(x) for s in layer.synthesizers if s.uses_keys), None
+    )
+    output, scores = attention_paths.attend(
+        layer.synthesizers,
+        layer.mixture_weights(),
+        x,
+        keys,
+        layer.value_dense(x),
+        return_attention_scores=return_attention_scores,
+        fast_paths=fast_paths,
+        **masks,
+    )
+    output = layer.output_dense(output)
+    return (output, scores) if return_attention_scores else output
+
+
 def _both(layer, fn):
-    """Runs `fn()` with the fast paths on, then forced off."""
-    layer._fast_paths = True
-    fast = fn()
-    layer._fast_paths = False
-    try:
-        general = fn()
-    finally:
-        layer._fast_paths = True
-    return fast, general
+    """`fn(fast_paths)` with the fast paths on, then off; the layer's own
+    call must equal the first."""
+    return fn(True), fn(False)
 
 
 def _spread_logits(layer):
@@ -95,7 +113,11 @@ def test_fast_path_matches_general_path(variant, mask):
     x = _inputs()[0]
     kwargs = MASKS[mask]
     fast, general = _both(
-        layer, lambda: ops.convert_to_numpy(layer(x, x, **kwargs))
+        layer, lambda f: ops.convert_to_numpy(attend(layer, x, f, **kwargs))
+    )
+    np.testing.assert_allclose(
+        ops.convert_to_numpy(layer(x, x, **kwargs)), fast, rtol=1e-6,
+        atol=1e-6,
     )
     assert np.isfinite(fast).all()
     np.testing.assert_allclose(fast, general, rtol=1e-5, atol=1e-5)
@@ -107,13 +129,13 @@ def test_fast_path_matches_general_path(variant, mask):
         )
 
 
+# The spread case sets random logits directly: random only.
 @pytest.mark.parametrize("mask", ["padding", "padding+causal", "causal",
                                   "query+padding"])
-@pytest.mark.parametrize("variant", ["random", "factorized_random"])
-@pytest.mark.parametrize("spread", [False, True], ids=["normal", "spread"])
+@pytest.mark.parametrize("variant, spread", [
+    ("random", False), ("factorized_random", False), ("random", True),
+], ids=["random-normal", "factorized_random-normal", "random-spread"])
 def test_fast_path_gradients_match_general_path(variant, mask, spread):
-    if spread and variant != "random":
-        pytest.skip("the spread case sets random logits directly")
     layer = _layer(variant)
     if spread:
         _spread_logits(layer)
@@ -128,14 +150,14 @@ def _assert_same_outputs_and_gradients(layer, kwargs):
     )
     variables = layer.trainable_variables
 
-    def loss():
-        return ops.sum(ops.square(layer(x, x, **kwargs) - y))
+    def run(fast_paths):
+        def loss():
+            return ops.sum(ops.square(attend(layer, x, fast_paths, **kwargs) - y))
 
-    (fast_out, fast_grads), (out, grads) = _both(
-        layer,
-        lambda: (ops.convert_to_numpy(layer(x, x, **kwargs)),
-                 gradients(loss, variables)),
-    )
+        return (ops.convert_to_numpy(attend(layer, x, fast_paths, **kwargs)),
+                gradients(loss, variables))
+
+    (fast_out, fast_grads), (out, grads) = _both(layer, run)
     assert np.isfinite(fast_out).all()
     np.testing.assert_allclose(fast_out, out, rtol=1e-5, atol=1e-5)
     for variable, fast_grad, grad in zip(variables, fast_grads, grads):
@@ -154,28 +176,17 @@ def test_spread_logits_fall_back_exactly():
     x, keys, _, _ = _inputs()
     fast, general = _both(
         layer,
-        lambda: ops.convert_to_numpy(layer(x, x, value_mask=keys)),
+        lambda f: ops.convert_to_numpy(attend(layer, x, f, value_mask=keys)),
     )
     np.testing.assert_allclose(fast, general, rtol=1e-5, atol=1e-5)
     bias = ops.convert_to_numpy(layer.output_dense.bias)
     assert np.abs(fast[1] - bias).max() > 1e-3  # not an all-zero attention
 
 
-def _compiled(fn):
-    backend = keras.backend.backend()
-    if backend == "tensorflow":
-        import tensorflow as tf
-
-        return tf.function(fn, jit_compile=True)
-    if backend == "jax":
-        import jax
-
-        return jax.jit(fn)
-    pytest.skip("PyTorch runs the layer eagerly; no compiler is exercised")
-
-
 @pytest.mark.parametrize("spread", [False, True], ids=["normal", "spread"])
 @pytest.mark.parametrize("mask", ["padding", "padding+causal"])
+@pytest.mark.skipif(keras.backend.backend() == "torch",
+                    reason="PyTorch runs the layer eagerly; no compiler")
 def test_compiled_fast_path_matches_general_path(mask, spread):
     layer = _layer("random")
     if spread:
@@ -185,41 +196,44 @@ def test_compiled_fast_path_matches_general_path(mask, spread):
     keys = kwargs["value_mask"]
     causal = kwargs.get("use_causal_mask", False)
 
-    def run(fast):
-        layer._fast_paths = fast
-        if keras.backend.backend() == "jax":
-            # Stateless under jit: weights as arguments.
-            fn = _compiled(
-                lambda tv, ntv, x, m: layer.stateless_call(
-                    tv, ntv, x, x, value_mask=m, use_causal_mask=causal
-                )[0]
-            )
-            out = fn([v.value for v in layer.trainable_variables],
-                     [v.value for v in layer.non_trainable_variables],
-                     x, keys)
-        else:
-            fn = _compiled(
-                lambda x, m: layer(x, x, value_mask=m, use_causal_mask=causal)
-            )
-            out = fn(ops.convert_to_tensor(x), ops.convert_to_tensor(keys))
-        layer._fast_paths = True
-        return ops.convert_to_numpy(out)
+    def run(fast_paths):
+        if keras.backend.backend() != "jax":
+            fn = compiled(lambda x, m: attend(
+                layer, x, fast_paths, value_mask=m, use_causal_mask=causal))
+            return ops.convert_to_numpy(
+                fn(ops.convert_to_tensor(x), ops.convert_to_tensor(keys)))
+
+        def fn(trainable, non_trainable, x, keys):
+            # Stateless under jax.jit: weights as arguments.
+            mapping = list(zip(layer.trainable_variables, trainable)) + list(
+                zip(layer.non_trainable_variables, non_trainable))
+            with keras.StatelessScope(state_mapping=mapping):
+                return attend(layer, x, fast_paths, value_mask=keys,
+                              use_causal_mask=causal)
+
+        return ops.convert_to_numpy(compiled(fn)(
+            [v.value for v in layer.trainable_variables],
+            [v.value for v in layer.non_trainable_variables], x, keys,
+        ))
 
     np.testing.assert_allclose(run(True), run(False), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("variant", SHARED)
 def test_shared_path_is_taken(variant, monkeypatch):
-    """The fast path never reaches the general `_compute_attention`."""
+    """The fast path never reaches the general path's kernel."""
     layer = _layer(variant)
     x, keys, rows, _ = _inputs()
 
     def forbidden(*args, **kwargs):
         raise AssertionError("general path used")
 
-    monkeypatch.setattr(layer, "_compute_attention", forbidden)
+    monkeypatch.setattr(general_attention, "attend", forbidden)
     for kwargs in MASKS.values():
         layer(x, x, **kwargs)
+    # A key padding mask (B, 1, S) and a batch-independent (T, S) mask.
+    layer(x, x, attention_mask=keys[:, None, :])
+    layer(x, x, attention_mask=np.tril(np.ones((LENGTH, LENGTH), bool)))
     # Scores, per-example masks and active dropout need the general path.
     with pytest.raises(AssertionError, match="general path"):
         layer(x, x, return_attention_scores=True)
@@ -230,17 +244,37 @@ def test_shared_path_is_taken(variant, monkeypatch):
 @pytest.mark.parametrize(
     "variant", ["dense", "factorized_dense", "vanilla", "random+vanilla"]
 )
-def test_batch_dependent_variants_keep_the_general_path(variant):
+def test_batch_dependent_variants_keep_the_general_path(variant, monkeypatch):
     layer = _layer(variant)
-    assert not layer._uses_shared_path(None, False, False)
+    x = _inputs()[0]
+    calls = []
+    original = general_attention.attend
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(general_attention, "attend", counted)
+    layer(x, x)
+    assert calls
 
 
-def test_dropout_keeps_per_example_masks():
+def test_dropout_keeps_per_example_masks(monkeypatch):
     """Active dropout needs per-example probabilities: general path."""
     layer = _layer("random", dropout=0.5)
-    assert layer._uses_shared_path(None, False, False)
-    assert not layer._uses_shared_path(None, True, False)
-    assert not layer._uses_shared_path(None, False, True)
+    x = _inputs()[0]
+    calls = []
+    original = general_attention.attend
+
+    def counted(*args, **kwargs):
+        calls.append(kwargs.get("training"))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(general_attention, "attend", counted)
+    layer(x, x, training=False)
+    assert calls == []
+    layer(x, x, training=True)
+    assert calls == [True]
 
 
 def test_mixed_precision_fast_path_matches_general_path():
@@ -248,9 +282,9 @@ def test_mixed_precision_fast_path_matches_general_path():
     x, keys, _, _ = _inputs()
     fast, general = _both(
         layer,
-        lambda: ops.convert_to_numpy(
-            ops.cast(layer(x, x, value_mask=keys, use_causal_mask=True),
-                     "float32")
+        lambda f: ops.convert_to_numpy(
+            ops.cast(attend(layer, x, f, value_mask=keys,
+                            use_causal_mask=True), "float32")
         ),
     )
     np.testing.assert_allclose(fast, general, rtol=3e-2, atol=3e-2)
@@ -266,7 +300,7 @@ def test_fused_bilinear_mixture_matches_general_path(variant, use_bias):
     layer = _layer(variant, use_bias=use_bias)
     weights = np.random.default_rng(5).standard_normal(
         ops.shape(layer.mixture_weights())).astype("float32")
-    layer._mixture_logits.assign(weights)  # unequal per-head weights
+    layer.mixture_logits.assign(weights)  # unequal per-head weights
     kwargs = MASKS["padding+causal"]
     _assert_same_outputs_and_gradients(layer, kwargs)
     x = _inputs()[0]
@@ -296,8 +330,8 @@ def test_empty_rows_zeroed_after_values_match_general_path(variant, mask):
     kwargs = MASKS[mask]
     _assert_same_outputs_and_gradients(layer, kwargs)
     x = _inputs()[0]
-    fast, general = _both(layer, lambda: ops.convert_to_numpy(
-        layer(x, x, return_attention_scores=True, **kwargs)[1]))
+    fast, general = _both(layer, lambda f: ops.convert_to_numpy(
+        attend(layer, x, f, return_attention_scores=True, **kwargs)[1]))
     np.testing.assert_allclose(fast, general, rtol=1e-5, atol=1e-6)
     if mask == "all_masked_example":
         assert not fast[2].any()  # masked scores are exactly 0

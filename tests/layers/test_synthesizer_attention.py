@@ -5,23 +5,17 @@ import numpy as np
 import pytest
 from keras import ops
 
+from keras_synth.layers import VARIANTS as PACKAGE_VARIANTS
 from keras_synth.layers import SynthesizerAttention
 from tests.backend_utils import gradients
+from tests.layers import layer_harness as harness
 from tests.layers.numpy_reference import reference_attention
 
 BACKEND = keras.backend.backend()
-VARIANTS = [
-    "dense",
-    "random",
-    "fixed_random",
-    "factorized_dense",
-    "factorized_random",
-    "vanilla",
-]
-MIXTURES = ["random+vanilla", "dense+vanilla", "random+dense",
-            "factorized_random+factorized_dense+fixed_random"]
+VARIANTS = list(PACKAGE_VARIANTS)
+MIXTURES = list(harness.MIXTURES)
 ALL = VARIANTS + MIXTURES
-BATCH_INDEPENDENT = ["random", "fixed_random", "factorized_random"]
+BATCH_INDEPENDENT = list(harness.BATCH_INDEPENDENT)
 
 B, T, S, D, H, K, L = 2, 5, 7, 12, 3, 4, 8
 
@@ -43,11 +37,7 @@ def make_layer(synthesizer, **kwargs):
     )
 
 
-def randomize(layer, seed=0):
-    """Gives every weight (biases and mixture weights too) random values."""
-    rng = np.random.default_rng(seed)
-    for w in layer.weights:
-        w.assign(rng.normal(scale=0.5, size=tuple(w.shape)).astype(w.dtype))
+randomize = harness.randomize
 
 
 def inputs(batch=B, length_q=T, length_s=S, seed=0):
@@ -92,6 +82,12 @@ def test_matches_numpy_reference(synthesizer, masks):
     )
     np.testing.assert_allclose(
         ops.convert_to_numpy(out), ref_out, atol=1e-4, rtol=1e-4
+    )
+    # Without scores the fast paths run (the batch-shared path, late
+    # zeroing of empty rows, the fused mixture): the same reference.
+    np.testing.assert_allclose(
+        ops.convert_to_numpy(layer(q, v, **kwargs)), ref_out,
+        atol=1e-4, rtol=1e-4,
     )
 
 
@@ -467,7 +463,9 @@ def test_error_factorized_sizes():
         ({"value_mask": np.ones((B, S + 1), bool)}, r"`value_mask` has the wrong shape.*\(2, 8\)"),
         ({"query_mask": np.ones((B, S), bool)}, r"`query_mask` has the wrong shape.*\(2, 7\)"),
         ({"attention_mask": np.ones((B, S, T), bool)}, r"`attention_mask` has the wrong shape.*\('batch', 5, 7\).*\(2, 7, 5\)"),
-        ({"attention_mask": np.ones((T, S), bool)}, r"`attention_mask` has the wrong shape"),
+        ({"attention_mask": np.ones((S, T), bool)}, r"`attention_mask` has the wrong shape.*\(5, 7\).*\(7, 5\)"),
+        ({"attention_mask": np.ones((B, H + 1, T, S), bool)}, r"`attention_mask` has the wrong shape.*\('batch', 3, 5, 7\).*\(2, 4, 5, 7\)"),
+        ({"attention_mask": np.ones((T,), bool)}, r"`attention_mask` has the wrong rank.*\(5,\)"),
     ],
 )
 def test_error_mask_of_wrong_shape(kwargs, message):
@@ -505,39 +503,40 @@ def test_config_round_trip(synthesizer):
     assert revived.get_config() == config
 
 
-@pytest.mark.parametrize("synthesizer", ["dense", "fixed_random", "factorized_random+vanilla", "factorized_dense+random"])
-def test_keras_file_round_trip(synthesizer, tmp_path):
-    model = _model(make_layer(synthesizer), causal=True)
-    randomize(model.layers[1])
-    q, _ = inputs()
-    expected = ops.convert_to_numpy(model(q))
-    path = str(tmp_path / "model.keras")
-    model.save(path)
-    restored = keras.saving.load_model(path)
-    np.testing.assert_allclose(
-        ops.convert_to_numpy(restored(q)), expected, atol=1e-6
+@pytest.mark.parametrize("synthesizer", ALL)
+def test_layer_harness(synthesizer, tmp_path):
+    """Build, call, config and .keras round trips, fit, mixed precision and
+    a compiled call (tests/layers/layer_harness.py)."""
+    q, v = inputs()
+    harness.run_layer_test(
+        SynthesizerAttention,
+        dict(num_heads=H, key_dim=K, synthesizer=synthesizer, max_length=L,
+             value_dim=3, output_shape=6, seed=1),
+        (q, v),
+        call_kwargs={"value_mask": padding([S, 4], S)},
+        expected_output_shape=(B, T, 6),
+        tmp_path=tmp_path,
     )
-    for w1, w2 in zip(model.weights, restored.weights):
-        assert w1.path == w2.path
-        np.testing.assert_array_equal(
-            ops.convert_to_numpy(w1), ops.convert_to_numpy(w2)
-        )
 
 
-@pytest.mark.skipif(BACKEND != "tensorflow", reason="SavedModel export is TensorFlow-only")
 @pytest.mark.parametrize("synthesizer", ["random+vanilla", "dense", "factorized_dense"])
 def test_saved_model_export_with_other_batch_and_length(synthesizer, tmp_path):
+    harness.skip_unless_saved_model_export()
     import tensorflow as tf
 
-    x = keras.Input((None, D))
+    # JAX exports through jax2tf's shape polymorphism, which cannot prove
+    # that a symbolic length fits the max_length x max_length synthesized
+    # weights it slices: the length is fixed there, the batch still varies.
+    lengths = [L] if BACKEND == "jax" else [3, L]
+    x = keras.Input((None if BACKEND != "jax" else L, D))
     layer = make_layer(synthesizer)
     model = keras.Model(x, layer(x, x, use_causal_mask=True))
-    model(inputs()[0])
+    model(inputs(length_q=lengths[-1])[0])
     randomize(layer)
     path = str(tmp_path / "export")
     model.export(path)
     reloaded = tf.saved_model.load(path)
-    for batch, length in [(1, 3), (4, L)]:
+    for batch, length in zip([1, 4], [lengths[0], lengths[-1]]):
         q, _ = inputs(batch=batch, length_q=length)
         np.testing.assert_allclose(
             reloaded.serve(tf.constant(q)).numpy(),

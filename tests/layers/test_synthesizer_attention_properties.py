@@ -7,28 +7,37 @@ cross-attention, separate keys, padding masks, a custom `attention_mask`,
 causal masking with a query offset, rows fully masked) and checks:
 
 - outputs and attention probabilities are finite;
-- they equal the float64 NumPy reference (`numpy_reference.py`) within a
-  tolerance that depends on the compute dtype;
+- they equal the float64 NumPy reference (`numpy_reference.py`) within
+  per-element tolerances from the dtype policy (`numpy_reference.tolerances`),
+  with attention scores requested (the general path) or not (fast paths);
 - masked positions get exactly zero weight, fully masked rows are all zero,
   other rows sum to one;
 - keys/values at masked key positions do not influence the output;
 - each example of a batch is computed independently of the others.
 
-The number of examples per test is set by `tests/conftest.py` (small by
-default; `KERAS_SYNTH_HYPOTHESIS_EXAMPLES=500` for a long search).
+Every run checks `EXPLICIT_CASES` (batch 3, T and S above 1, padded keys, a
+fully masked row, scores requested in half of them) on top of the random
+cases; the masked-key and batch tests draw only cases with a batch of at
+least 2, T and S of at least 2 and a masked key, and the reference test
+draws half of its cases that way. `--hypothesis-show-statistics` shows the
+share of each kind. The number of random cases per test is set by
+`tests/conftest.py` (10 by default; `KERAS_SYNTH_HYPOTHESIS_EXAMPLES=2500`
+for the long search of README "Robustness").
 """
 
 import keras
 import numpy as np
 import pytest
-from hypothesis import given, note
+from hypothesis import event, example, given, note
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from keras_synth.layers import SynthesizerAttention
 from keras_synth.layers import synthesizers as synth_lib
 from tests.layers.numpy_reference import combined_mask
+from tests.layers.numpy_reference import assert_within
 from tests.layers.numpy_reference import reference_attention
+from tests.layers.numpy_reference import tolerances
 from tests.layers.stress_utils import run_layer
 
 # Keras warns about a softmax over an axis of size 1 (one key): expected here.
@@ -38,12 +47,11 @@ pytestmark = pytest.mark.filterwarnings(
 VARIANTS = synth_lib.VARIANTS
 BACKEND = keras.backend.backend()
 
-# Policies and tolerances (relative to the size of the reference values).
 # Mixed policies keep logits and softmax in float32; the value path and the
-# output projection run in the compute dtype.
+# output projection run in the compute dtype. Tolerances are per element,
+# from the dtypes (`numpy_reference.tolerances`).
 POLICIES = ["float32", "mixed_float16", "mixed_bfloat16", "float16",
             "bfloat16"]
-TOLERANCE = {"float32": 1e-4, "float16": 2e-2, "bfloat16": 1e-1}
 
 
 def _compute_dtype(policy):
@@ -69,10 +77,17 @@ def _maybe_mask(draw, shape):
 
 
 @st.composite
-def cases(draw, policies=tuple(POLICIES)):
-    """A layer configuration and the arguments of one call."""
+def cases(draw, policies=tuple(POLICIES), nontrivial=False):
+    """A layer configuration and the arguments of one call.
+
+    With `nontrivial=True` the call has a batch of 2 or 3, query and key
+    lengths of at least 2 and at least one masked key (a `value_mask` or
+    `key_mask` entry False), so that comparisons across examples, keys and
+    masks compare different things.
+    """
+    shortest = 2 if nontrivial else 1
     synthesizer = draw(synthesizer_strategy)
-    max_length = draw(st.integers(1, 6))
+    max_length = draw(st.integers(shortest, 6))
     config = dict(
         num_heads=draw(st.integers(1, 3)),
         key_dim=draw(st.integers(1, 4)),
@@ -91,14 +106,21 @@ def cases(draw, policies=tuple(POLICIES)):
         a = draw(st.integers(1, max_length))
         b = draw(st.integers(-(-max_length // a), max_length + 1))
         config["factorized_dense_sizes"] = (a, b)
-    batch = draw(st.integers(1, 3))
-    query_length = draw(st.integers(1, max_length))
+    batch = draw(st.integers(shortest, 3))
+    query_length = draw(st.integers(shortest, max_length))
     self_attention = draw(st.booleans())
     key_length = (query_length if self_attention
-                  else draw(st.integers(1, max_length)))
+                  else draw(st.integers(shortest, max_length)))
     query_dim = draw(st.integers(1, 5))
     value_dim_in = query_dim if self_attention else draw(st.integers(1, 5))
     key_dim_in = draw(st.one_of(st.none(), st.integers(1, 5)))
+    value_mask = _maybe_mask(draw, (batch, key_length))
+    key_mask = _maybe_mask(draw, (batch, key_length))
+    if nontrivial and _masked_keys(value_mask, key_mask).sum() == 0:
+        value_mask = (np.ones((batch, key_length), bool) if value_mask is None
+                      else value_mask.copy())
+        value_mask[draw(st.integers(0, batch - 1)),
+                   draw(st.integers(0, key_length - 1))] = False
     call = dict(
         batch=batch,
         query_shape=(batch, query_length, query_dim),
@@ -107,8 +129,8 @@ def cases(draw, policies=tuple(POLICIES)):
                    else (batch, key_length, key_dim_in)),
         self_attention=self_attention,
         query_mask=_maybe_mask(draw, (batch, query_length)),
-        value_mask=_maybe_mask(draw, (batch, key_length)),
-        key_mask=_maybe_mask(draw, (batch, key_length)),
+        value_mask=value_mask,
+        key_mask=key_mask,
         attention_mask=_maybe_mask(draw, (batch, query_length, key_length)),
         use_causal_mask=draw(st.booleans()),
         query_start_index=draw(st.integers(0, max_length - query_length)),
@@ -119,6 +141,64 @@ def cases(draw, policies=tuple(POLICIES)):
         return_scores=draw(st.booleans()),
     )
     return config, call
+
+
+def _masked_keys(value_mask, key_mask):
+    """`(B, S)`: True where a padding mask hides the key."""
+    masks = [~m for m in (value_mask, key_mask) if m is not None]
+    if not masks:
+        return np.zeros((0,), bool)
+    return np.logical_or.reduce(masks)
+
+
+def explicit_case(synthesizer, dtype="float32", return_scores=True,
+                  self_attention=False, use_causal_mask=True, seed=0):
+    """A fixed non-trivial case: batch 3, T=4 and S=5 (T=S=4 in
+    self-attention), padding, a fully masked query row, a custom mask."""
+    B, T = 3, 4
+    S = T if self_attention else 5
+    value_mask = np.ones((B, S), bool)
+    value_mask[0, 0] = value_mask[1, S - 2:] = False
+    query_mask = np.ones((B, T), bool)
+    query_mask[2, 1] = False
+    attention_mask = np.ones((B, T, S), bool)
+    attention_mask[1, 2, 1] = False
+    config = dict(num_heads=2, key_dim=3, value_dim=2,
+                  synthesizer=synthesizer, max_length=6, use_bias=True,
+                  output_shape=None, factorized_rank=2, dtype=dtype)
+    call = dict(batch=B, query_shape=(B, T, 3),
+                value_shape=(B, S, 3), key_shape=(B, S, 4),
+                self_attention=self_attention, query_mask=query_mask,
+                value_mask=value_mask, key_mask=None,
+                attention_mask=attention_mask,
+                use_causal_mask=use_causal_mask,
+                query_start_index=1 if use_causal_mask else 0, seed=seed,
+                scale=1.0, return_scores=return_scores)
+    if self_attention:
+        call["key_shape"] = None
+    return config, call
+
+
+# Cases every run checks, whatever Hypothesis draws: each property test's
+# random cases come on top of these.
+EXPLICIT_CASES = [
+    explicit_case("random+vanilla", return_scores=True),
+    explicit_case("random", return_scores=False, seed=1),
+    explicit_case("factorized_random+dense", "mixed_bfloat16",
+                  return_scores=True, self_attention=True, seed=2),
+    explicit_case("factorized_dense+fixed_random", "mixed_float16",
+                  return_scores=False, use_causal_mask=False, seed=3),
+]
+
+
+def with_explicit_cases(policies=tuple(POLICIES)):
+    """Adds the `EXPLICIT_CASES` of these policies as `@example`s."""
+    def decorate(test):
+        for case in reversed(EXPLICIT_CASES):
+            if case[0]["dtype"] in policies:
+                test = example(case)(test)
+        return test
+    return decorate
 
 
 # Weight scales by name (the last component of the weight's path).
@@ -172,6 +252,15 @@ def _numpy(x):
 
 
 def _describe(config, call):
+    """Notes the case (shown on failure) and counts its kind (shown by
+    `--hypothesis-show-statistics`)."""
+    B, T, _ = call["query_shape"]
+    S = call["value_shape"][1]
+    event("batch >= 2" if B >= 2 else "batch 1")
+    event("T > 1 and S > 1" if T > 1 and S > 1 else "T or S is 1")
+    masked = _masked_keys(call["value_mask"], call["key_mask"]).any()
+    event("a masked key" if masked else "no masked key")
+    event(f"policy {config['dtype']}")
     note(f"config={config}")
     note({k: v for k, v in call.items() if not k.endswith("mask")})
     for name in ("query_mask", "value_mask", "key_mask", "attention_mask"):
@@ -179,10 +268,12 @@ def _describe(config, call):
             note(f"{name}={call[name].astype(int).tolist()}")
 
 
-@given(cases())
+@with_explicit_cases()
+@given(st.one_of(cases(nontrivial=True), cases()))
 def test_matches_reference_and_masks(case):
     config, call = case
     _describe(config, call)
+    event("scores requested" if call["return_scores"] else "no scores")
     layer, query, value, key = make_case(config, call)
     compute_dtype = _compute_dtype(config["dtype"])
 
@@ -194,12 +285,11 @@ def test_matches_reference_and_masks(case):
     output = _numpy(output)
     expected, expected_probs = reference_attention(
         layer, query, value, key=key, **_call_kwargs(call))
+    output_tol, probs_tol, row_sum_tol = tolerances(
+        layer, query, value, key=key, **_call_kwargs(call))
     assert output.shape == expected.shape
     assert np.all(np.isfinite(output)), "non-finite output"
-    tol = TOLERANCE[compute_dtype]
-    out_scale = max(1.0, float(np.abs(expected).max()))
-    np.testing.assert_allclose(output, expected, rtol=tol,
-                               atol=tol * out_scale)
+    assert_within(output, expected, output_tol, "output")
     if not call["return_scores"]:
         return
 
@@ -208,25 +298,23 @@ def test_matches_reference_and_masks(case):
     scores = _numpy(outputs[1])
     assert scores.shape == (B, config["num_heads"], T, S)
     assert np.all(np.isfinite(scores)), "non-finite attention scores"
-    np.testing.assert_allclose(scores, expected_probs, rtol=tol, atol=tol)
+    assert_within(scores, expected_probs, probs_tol, "attention scores")
 
     mask = combined_mask(B, T, S, **{
         name: call[name] for name in MASK_ARGS})
+    rows = np.ones(scores.shape[:-1], bool)
     if mask is not None:
         mask = np.broadcast_to(mask[:, None], scores.shape)
         # Masked positions get exactly zero weight, synthetic logits too.
         assert np.all(scores[~mask] == 0.0)
-        fully_masked = ~mask.any(axis=-1)
-        assert np.all(scores[fully_masked] == 0.0)
-        row_sums = scores.sum(axis=-1)
-        np.testing.assert_allclose(row_sums[~fully_masked], 1.0,
-                                   atol=max(tol, 1e-5) * S)
-    else:
-        np.testing.assert_allclose(scores.sum(axis=-1), 1.0,
-                                   atol=max(tol, 1e-5) * S)
+        rows = mask.any(axis=-1)
+        assert np.all(scores[~rows] == 0.0)  # fully masked rows
+    assert_within(scores.sum(axis=-1)[rows], 1.0, row_sum_tol[rows],
+                  "row sums")
 
 
-@given(cases(policies=("float32",)))
+@with_explicit_cases(policies=("float32",))
+@given(cases(policies=("float32",), nontrivial=True))
 def test_masked_keys_do_not_influence_output(case):
     config, call = case
     _describe(config, call)
@@ -253,7 +341,8 @@ def test_masked_keys_do_not_influence_output(case):
     np.testing.assert_allclose(output2, output, rtol=1e-5, atol=1e-5)
 
 
-@given(cases(policies=("float32",)))
+@with_explicit_cases(policies=("float32",))
+@given(cases(policies=("float32",), nontrivial=True))
 def test_examples_are_independent_of_the_batch(case):
     config, call = case
     _describe(config, call)

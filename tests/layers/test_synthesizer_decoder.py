@@ -10,20 +10,11 @@ from keras import ops
 
 from keras_synth.layers import SynthesizerAttention
 from keras_synth.layers import SynthesizerDecoder
-from keras_synth.layers._block_utils import keras_nlp
+from keras_synth.layers.block_utils import keras_nlp
 from tests.backend_utils import gradients
+from tests.layers import layer_harness as harness
 
-VARIANTS = [
-    "dense",
-    "random",
-    "fixed_random",
-    "factorized_dense",
-    "factorized_random",
-    "vanilla",
-    "random+vanilla",
-    "dense+vanilla",
-    "random+dense",
-]
+VARIANTS = list(harness.ALL_VARIANTS)
 B, T, S, D, HEADS, FFN, MAX_LEN, RANK = 2, 6, 5, 16, 2, 24, 8, 3
 K = D // HEADS
 TOL = dict(atol=1e-5, rtol=1e-5)
@@ -365,9 +356,8 @@ def test_config_and_keras_round_trip(variant, cross, tmp_path):
     assert layer.self_attention.synthesizer == variant
 
 
-@pytest.mark.skipif(keras.backend.backend() != "tensorflow",
-                    reason="SavedModel export is a TensorFlow feature")
 def test_saved_model_export(tmp_path):
+    harness.skip_unless_saved_model_export()
     import tensorflow as tf
 
     block = _decoder("random+vanilla", cross="dense")
@@ -380,4 +370,21 @@ def test_saved_model_export(tmp_path):
     np.testing.assert_allclose(
         reloaded.serve([tf.constant(x), tf.constant(enc)]).numpy(),
         _np(model([x, enc])), **TOL,
+    )
+
+
+@pytest.mark.parametrize("variant", harness.MIXTURES[:2])
+def test_layer_harness(variant, tmp_path):
+    """Build, call, config and .keras round trips, fit, mixed precision and
+    a compiled call (tests/layers/layer_harness.py)."""
+    x = np.random.default_rng(1).standard_normal((B, T, D)).astype("float32")
+    padding = np.arange(T)[None, :] < np.array([[T], [4]])
+    harness.run_layer_test(
+        SynthesizerDecoder,
+        dict(intermediate_dim=FFN, num_heads=HEADS, synthesizer=variant,
+             max_length=MAX_LEN, factorized_rank=RANK),
+        (x,),
+        call_kwargs={"decoder_padding_mask": padding},
+        expected_output_shape=(B, T, D),
+        tmp_path=tmp_path,
     )

@@ -10,20 +10,11 @@ from keras import ops
 
 from keras_synth.layers import SynthesizerAttention
 from keras_synth.layers import SynthesizerEncoder
-from keras_synth.layers._block_utils import keras_nlp
+from keras_synth.layers.block_utils import keras_nlp
 from tests.backend_utils import gradients
+from tests.layers import layer_harness as harness
 
-VARIANTS = [
-    "dense",
-    "random",
-    "fixed_random",
-    "factorized_dense",
-    "factorized_random",
-    "vanilla",
-    "random+vanilla",
-    "dense+vanilla",
-    "random+dense",
-]
+VARIANTS = list(harness.ALL_VARIANTS)
 B, T, D, HEADS, FFN, MAX_LEN, RANK = 2, 6, 16, 2, 24, 8, 3
 K = D // HEADS
 TOL = dict(atol=1e-5, rtol=1e-5)
@@ -66,7 +57,7 @@ def _clone(layer):
 
 def _logit_path_params(variant, d=D, heads=HEADS, k=K, length=MAX_LEN,
                        rank=RANK):
-    """Parameters of the logit path (SPEC.md table), biases included."""
+    """Parameters of the logit path (docs/design.md, "The variants"), biases included."""
     a = math.ceil(math.sqrt(length))
     b = math.ceil(length / a)
     per_variant = {
@@ -299,9 +290,8 @@ def test_config_and_keras_round_trip(variant, tmp_path):
     assert layer.self_attention.synthesizer == variant
 
 
-@pytest.mark.skipif(keras.backend.backend() != "tensorflow",
-                    reason="SavedModel export is a TensorFlow feature")
 def test_saved_model_export(tmp_path):
+    harness.skip_unless_saved_model_export()
     import tensorflow as tf
 
     block = _encoder("random+vanilla")
@@ -313,4 +303,20 @@ def test_saved_model_export(tmp_path):
     reloaded = tf.saved_model.load(path)
     np.testing.assert_allclose(
         reloaded.serve(tf.constant(x)).numpy(), _np(model(x)), **TOL
+    )
+
+
+@pytest.mark.parametrize("variant", harness.MIXTURES[:2])
+def test_layer_harness(variant, tmp_path):
+    """Build, call, config and .keras round trips, fit, mixed precision and
+    a compiled call (tests/layers/layer_harness.py)."""
+    x, padding = _inputs()
+    harness.run_layer_test(
+        SynthesizerEncoder,
+        dict(intermediate_dim=FFN, num_heads=HEADS, synthesizer=variant,
+             max_length=MAX_LEN, factorized_rank=RANK),
+        (x,),
+        call_kwargs={"padding_mask": padding},
+        expected_output_shape=(B, T, D),
+        tmp_path=tmp_path,
     )

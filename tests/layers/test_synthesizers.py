@@ -37,7 +37,7 @@ def test_factorized_rows_values_and_gradients_match_numpy(sizes, key_length):
     weight = ops.convert_to_tensor(weight_np)
 
     def rows():
-        return synth_lib._factorized_rows(
+        return synth_lib.factorized_rows(
             left.value, right.value, sizes, key_length)
 
     np.testing.assert_allclose(

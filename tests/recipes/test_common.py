@@ -9,6 +9,7 @@ import keras
 import pytest
 
 from recipes import common
+from tests.recipes.two_cpus import run_with_two_cpus
 
 requires_tensorflow = pytest.mark.skipif(
     keras.backend.backend() != "tensorflow",
@@ -155,15 +156,29 @@ def test_select_strategy():
     assert isinstance(strategy, tf.distribute.OneDeviceStrategy)
     strategy = common.select_strategy("mirrored")
     assert isinstance(strategy, tf.distribute.MirroredStrategy)
-    assert strategy.num_replicas_in_sync == len(
-        tf.config.list_logical_devices("GPU")
-        or tf.config.list_logical_devices("CPU"))
     with pytest.raises(ValueError, match=r"--tpu.*is required"):
         common.select_strategy("tpu")
     with pytest.raises(ValueError, match=r"needs `--strategy=tpu`"):
         common.select_strategy("one_device", tpu="local")
     with pytest.raises(ValueError, match="Unknown strategy 'gpu'"):
         common.select_strategy("gpu")
+
+
+@requires_tensorflow
+def test_mirrored_strategy_uses_every_cpu_device():
+    # Two logical CPUs (and no GPU) in a fresh process: one replica each.
+    result = run_with_two_cpus("""
+        import json
+        from recipes import common
+
+        strategy = common.select_strategy("mirrored")
+        print("RESULT " + json.dumps({
+            "replicas": strategy.num_replicas_in_sync,
+            "devices": sorted(strategy.extended.worker_devices)}))
+    """)
+    assert result["replicas"] == 2
+    assert [d.rsplit("/", 1)[-1] for d in result["devices"]] == [
+        "device:CPU:0", "device:CPU:1"]
 
 
 @requires_tensorflow

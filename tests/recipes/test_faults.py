@@ -97,6 +97,94 @@ def test_restart_removes_what_a_killed_write_left(tmp_path):
     assert common.temporary_path(leftovers[0]).endswith(".weights.h5")
 
 
+# Writes `path` as a folder holding `saved_model.pb` = `content` with
+# `common.atomic_write`, and SIGKILLs itself at `kill_point`: while writing,
+# after the first rename (the previous folder moved aside) or after the
+# second (the new folder in place, the previous one not yet removed).
+_KILLED_FOLDER_WRITE = """
+import os, signal, sys
+from recipes import common
+
+path, content, kill_point = sys.argv[1:]
+renames = []
+replace = os.replace
+
+def replace_then_maybe_die(src, dst):
+    replace(src, dst)
+    renames.append(dst)
+    if kill_point == f"after rename {len(renames)}":
+        os.kill(os.getpid(), signal.SIGKILL)
+
+os.replace = replace_then_maybe_die
+
+def write(tmp):
+    os.makedirs(os.path.join(tmp, "variables"))
+    with open(os.path.join(tmp, "saved_model.pb"), "w") as f:
+        f.write(content)
+    if kill_point == "while writing":
+        os.kill(os.getpid(), signal.SIGKILL)
+
+common.atomic_write(path, write)
+"""
+
+
+@pytest.mark.parametrize("kill_point,recovered", [
+    ("while writing", "one"),
+    ("after rename 1", "two"),  # between the two renames
+    ("after rename 2", "two"),
+])
+def test_sigkill_while_replacing_an_export_folder_recovers(
+        tmp_path, kill_point, recovered):
+    run_dir = common.RunDirectory(str(tmp_path), {"a": 1})
+    export = run_dir.path("export")
+    common.atomic_write(export, lambda tmp: (
+        os.makedirs(os.path.join(tmp, "variables")),
+        open(os.path.join(tmp, "saved_model.pb"), "w").write("one")))
+    env = dict(os.environ, PYTHONPATH=REPO)
+    process = subprocess.run(
+        [sys.executable, "-c", _KILLED_FOLDER_WRITE, export, "two",
+         kill_point], cwd=REPO, env=env, capture_output=True, text=True,
+        timeout=120)
+    assert process.returncode == -signal.SIGKILL, process.stderr[-2000:]
+    left = sorted(os.listdir(tmp_path))
+    if kill_point == "after rename 1":
+        # Killed between the renames: no export, both versions aside.
+        assert "export" not in left, left
+        assert len([n for n in left if n.startswith(common.TMP_PREFIX)]) == 2
+    else:
+        assert "export" in left, left
+
+    # A restart (same arguments) finds the complete export.
+    common.RunDirectory(str(tmp_path), {"a": 1})
+    assert sorted(os.listdir(tmp_path)) == ["args.json", "export"]
+    assert sorted(os.listdir(export)) == ["saved_model.pb", "variables"]
+    with open(os.path.join(export, "saved_model.pb")) as f:
+        assert f.read() == recovered
+
+
+def test_a_failed_second_rename_puts_the_previous_folder_back(tmp_path,
+                                                              monkeypatch):
+    path = str(tmp_path / "export")
+    common.atomic_write(path, lambda tmp: os.makedirs(
+        os.path.join(tmp, "one")))
+    replace = os.replace
+    failures = []
+
+    def second_rename_fails(src, dst):  # the new folder to `path`, once
+        if os.path.abspath(dst) == path and not failures:
+            failures.append(src)
+            raise OSError("disk full")
+        replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", second_rename_fails)
+    with pytest.raises(OSError, match="disk full"):
+        common.atomic_write(path, lambda tmp: os.makedirs(
+            os.path.join(tmp, "two")))
+    assert len(failures) == 1 and not os.path.isdir(failures[0])
+    assert os.listdir(tmp_path) == ["export"]
+    assert os.listdir(path) == ["one"]
+
+
 def test_history_keeps_one_line_per_checkpointed_epoch(tmp_path):
     # Killed after writing epoch 2's line (twice over two earlier kills)
     # and half of epoch 3's line, with epoch 1 the last checkpoint.
@@ -192,11 +280,13 @@ RECIPE = ["--task=builtin", "--synthesizer=random+vanilla",
 
 
 def _start(run_dir):
+    """Starts the recipe; it prints `batch-end epoch=E batch=B` after every
+    training batch (`tests/recipes/progress_run.py`)."""
     env = dict(os.environ, KERAS_BACKEND="tensorflow", PYTHONUNBUFFERED="1",
                TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=REPO)
     return subprocess.Popen(
-        [sys.executable, "-m", "recipes.glue", f"--model_dir={run_dir}"]
-        + RECIPE,
+        [sys.executable, "-m", "tests.recipes.progress_run", "recipes.glue",
+         f"--model_dir={run_dir}"] + RECIPE,
         cwd=REPO, env=env, stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL, text=True)
 
@@ -218,14 +308,15 @@ def test_sigkill_mid_epoch_resumes_with_the_same_metrics(tmp_path):
     clean_dir = str(tmp_path / "clean")
     state = os.path.join(killed_dir, "checkpoints", "state.json")
 
-    # 1. Killed once epoch 1's checkpoint exists and epoch 2 has begun.
+    # 1. Killed after 5 of epoch 2's 20 batches.
+    steps = 320 // 16
     process = _start(killed_dir)
     deadline = time.time() + 240
     seen = []
     try:
         for line in process.stdout:
             seen.append(line)
-            if line.startswith("Epoch 2/") and os.path.isfile(state):
+            if line.strip() == "batch-end epoch=2 batch=5":
                 process.send_signal(signal.SIGKILL)
                 break
             assert time.time() < deadline, "".join(seen)[-2000:]
@@ -235,7 +326,14 @@ def test_sigkill_mid_epoch_resumes_with_the_same_metrics(tmp_path):
             process.kill()
             process.wait()
     assert process.returncode == -signal.SIGKILL, "".join(seen)[-2000:]
-    assert common.read_json(state) == {"epoch": 1}  # killed in epoch 2
+    batch_lines = [line.split() for line in seen
+                   if line.startswith("batch-end")]
+    assert batch_lines[-1] == ["batch-end", "epoch=2", "batch=5"]
+    assert len(batch_lines) == steps + 5  # all of epoch 1, 5 of epoch 2
+    # Killed in epoch 2 (5 of its batches done), after epoch 1's checkpoint.
+    assert common.read_json(state) == {"epoch": 1}
+    assert not os.path.exists(os.path.join(killed_dir, "checkpoints",
+                                           "epoch-002.weights.h5"))
     assert not os.path.exists(os.path.join(killed_dir, "results.json"))
 
     # 2. Started again with the same arguments; 3. an uninterrupted run.
@@ -249,7 +347,6 @@ def test_sigkill_mid_epoch_resumes_with_the_same_metrics(tmp_path):
     clean = common.read_json(os.path.join(clean_dir, "results.json"))
     assert killed["resumed_from_epoch"] == 1
     assert clean["resumed_from_epoch"] == 0
-    steps = 320 // 16
     assert killed["optimizer_steps"] == clean["optimizer_steps"] == 3 * steps
     # No duplicate or missing epoch, in results.json and in history.jsonl.
     assert [h["epoch"] for h in killed["history"]] == [1, 2, 3]

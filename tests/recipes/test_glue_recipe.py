@@ -2,6 +2,7 @@
 
 import json
 import os
+import time
 
 import keras
 import numpy as np
@@ -128,7 +129,11 @@ def _reload_and_compare(run_dir, task, argv_model, texts):
     columns = tuple(tf.constant([t[i] for t in texts])
                     for i in range(task.num_segments))
     expected = keras.ops.convert_to_numpy(model(pre(columns)))
+    _compare_with_export(run_dir, task, columns, expected)
+    return model
 
+
+def _compare_with_export(run_dir, task, columns, expected):
     loaded = tf.saved_model.load(os.path.join(run_dir, "export"))
     serve = loaded.signatures["serving_default"]
     names = ["sentence"] if task.num_segments == 1 else [
@@ -182,7 +187,9 @@ def test_builtin_end_to_end_train_resume_export(tmp_path, monkeypatch):
     assert not os.path.exists(os.path.join(run_dir, "results.json"))
 
     # 2. Started again with the same arguments: resumes after epoch 1.
+    started = time.time()
     results = run(argv)
+    elapsed = time.time() - started
     steps = 96 // 16
     assert results["resumed_from_epoch"] == 1
     assert results["optimizer_steps"] == 2 * steps  # optimizer state kept
@@ -191,9 +198,14 @@ def test_builtin_end_to_end_train_resume_export(tmp_path, monkeypatch):
     saved = common.read_json(os.path.join(run_dir, "results.json"))
     assert saved["task"] == "builtin"
     assert saved["synthesizer"] == "random+vanilla"
-    assert 0.0 <= saved["metrics"]["dev"]["accuracy"] <= 1.0
-    assert saved["parameters"] > 0 and saved["steps_per_second"] > 0
-    assert saved["wall_time_s"] > 0
+    # The final dev accuracy is that of the last epoch's evaluation (same
+    # weights, no EMA), computed by another code path (the epoch callback).
+    assert saved["metrics"]["dev"]["accuracy"] == pytest.approx(
+        results["history"][-1]["dev_accuracy"], abs=1e-6)
+    # Timings of this (resumed) run: its wall time is within the call's, and
+    # its 6 training steps (epoch 2) took at most that long.
+    assert 0.0 < saved["wall_time_s"] <= elapsed
+    assert saved["steps_per_second"] >= steps / saved["wall_time_s"]
     assert saved["args"]["max_train_examples"] == 96
     for name in ("vocab.txt", "args.json", "attention.png",
                  "checkpoints/epoch-001.weights.h5",
@@ -209,7 +221,11 @@ def test_builtin_end_to_end_train_resume_export(tmp_path, monkeypatch):
 
     texts = [("the film was not good .",), ("the plot is great .",),
              ("honestly , the cast felt dull but the music was fresh .",)]
-    _reload_and_compare(run_dir, tasks.get_task("builtin"), argv, texts)
+    model = _reload_and_compare(run_dir, tasks.get_task("builtin"), argv,
+                                texts)
+    # `parameters` counts the trained model's trainable weights.
+    assert saved["parameters"] == sum(
+        int(np.prod(w.shape)) for w in model.trainable_weights)
 
     # 3. A different configuration in the same run directory is refused.
     with pytest.raises(ValueError, match=r"--hidden_dim: 16 there, 32 now"):

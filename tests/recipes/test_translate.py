@@ -255,12 +255,14 @@ def test_end_to_end_train_resume_decode_score_export(tmp_path):
         saved = json.load(f)
     assert saved["args"]["synthesizer"] == "random+vanilla"
     assert saved["parameters"] > 0 and saved["tokens_per_second"] > 0
+    references = data_lib.load_files(data_lib.builtin_files("de", "en"))
     for split in ("valid", "test"):
-        assert 0.0 <= saved["bleu"][split] <= 100.0
-        assert 0.0 <= saved["chrf"][split] <= 100.0
         assert saved["decoding"][split]["sentences_per_second"] > 0
         with open(saved["hypotheses"][split], encoding="utf-8") as f:
-            assert len(f.read().splitlines()) == 200
+            hypotheses = f.read().splitlines()
+        assert len(hypotheses) == 200
+        # The scores are those of the written translations.
+        _assert_scores(saved, split, hypotheses, references[split].tgt)
     # Training helped: better than the first epoch's translations.
     assert results["chrf"]["test"] > first["chrf"]["test"]
     # A different configuration is refused.
@@ -284,6 +286,19 @@ def test_end_to_end_train_resume_decode_score_export(tmp_path):
     assert exported == expected
     assert stats["truncated"] == 1
     assert all(isinstance(t, str) and t for t in exported[:6])
+
+
+def _assert_scores(results, split, hypotheses, references):
+    """`results`' BLEU and chrF of `split` are those of `hypotheses` against
+    `references` (sacrebleu, recomputed here)."""
+    import sacrebleu
+
+    assert len(references) == len(hypotheses)
+    bleu = sacrebleu.corpus_bleu(hypotheses, [list(references)]).score
+    chrf = sacrebleu.corpus_chrf(hypotheses, [list(references)]).score
+    assert results["bleu"][split] == pytest.approx(bleu, abs=1e-6)
+    assert results["chrf"][split] == pytest.approx(chrf, abs=1e-6)
+    assert chrf > 0.0
 
 
 def _restore(model_dir, vocab):

@@ -1,6 +1,6 @@
 """Helpers shared by the keras-nlp blocks (`SynthesizerEncoder/Decoder`).
 
-Private module: masks merged the way keras-nlp's Transformer blocks merge
+Shared by the two block modules, not exported: masks merged the way keras-nlp's Transformer blocks merge
 them, Keras masks detached while an attention layer runs, early validation
 of the synthesizer arguments.
 """
@@ -10,21 +10,16 @@ import contextlib
 import keras
 from keras import ops
 
+from keras_synth.layers.attention_masks import causal_mask
+from keras_synth.layers.keras_utils import clone_initializer
+from keras_synth.layers.keras_utils import get_keras_mask
+from keras_synth.layers.keras_utils import set_keras_mask
 from keras_synth.layers.synthesizer_attention import SynthesizerAttention
-from keras_synth.layers.synthesizer_attention import _get_keras_mask
-from keras_synth.layers.synthesizer_attention import _set_keras_mask
 
 try:  # keras-nlp is keras-hub since 0.18; both names work.
     import keras_hub as keras_nlp
 except ImportError:  # pragma: no cover - older installs
     import keras_nlp
-
-
-def clone_initializer(initializer):
-    """A fresh copy of `initializer` (new seed), as keras-nlp does."""
-    if not isinstance(initializer, keras.initializers.Initializer):
-        return initializer
-    return initializer.__class__.from_config(initializer.get_config())
 
 
 def check_synthesizer_arguments(num_heads, synthesizer_kwargs, prefix=""):
@@ -53,15 +48,15 @@ def keras_masks_detached(*tensors):
     its inputs; restoring them keeps e.g. the encoder output's mask for the
     next decoder block of a stack.
     """
-    saved = [(t, _get_keras_mask(t)) for t in tensors if t is not None]
+    saved = [(t, get_keras_mask(t)) for t in tensors if t is not None]
     for tensor, _ in saved:
-        _set_keras_mask(tensor, None)
+        set_keras_mask(tensor, None)
     try:
         yield
     finally:
         for tensor, mask in saved:
             if mask is not None:
-                _set_keras_mask(tensor, mask)
+                set_keras_mask(tensor, mask)
 
 
 def _check_rank(arg, mask, rank):
@@ -109,7 +104,7 @@ def merge_masks(
     _check_rank(attention_arg, attention_mask, 3)
     padding = padding_mask
     if padding is None:
-        padding = _get_keras_mask(inputs)
+        padding = get_keras_mask(inputs)
     if padding is not None:
         padding = ops.cast(padding, "bool")
     if attention_mask is not None:
@@ -124,17 +119,8 @@ def merge_masks(
     if attention_mask is not None:
         masks.append(attention_mask)
     if causal:
-        rows = ops.arange(query_length, dtype="int32") + ops.cast(
-            query_start, "int32"
-        )
-        cols = ops.arange(key_length, dtype="int32")
         masks.append(
-            ops.expand_dims(
-                ops.greater_equal(
-                    ops.expand_dims(rows, -1), ops.expand_dims(cols, 0)
-                ),
-                0,
-            )
+            ops.expand_dims(causal_mask(query_length, key_length, query_start), 0)
         )
     merged = masks[0]
     for mask in masks[1:]:

@@ -1,0 +1,173 @@
+"""The decoding cache of `SynthesizerAttention`, and position checks.
+
+Two layouts, both `(B, slots, length, H, head_dim)`:
+
+- values only, `(B, 1, length, H, value_dim)`, for pure synthesizers: their
+  logits need no keys, so the cache is half the size of a key/value cache;
+- keys and values, `(B, 2, length, H, key_dim)`, for variants with a
+  dot-product part (keras-hub's layout; it needs `key_dim == value_dim`).
+
+A decoding step writes its new projected keys/values at
+`cache_update_index` and attends over the whole cache. Query rows sit at
+positions `query_start + i` of the synthesized `max_length x max_length`
+logits; positions past `max_length` (or writes past the cache's end) raise
+a `ValueError` when the index is known (a Python int or an eager tensor).
+Under a compiler (jax.jit, tf.function) the index is a traced value and no
+backend-neutral op can raise; the layer's outputs are then NaN
+(`positions_in_range` gives the flag), never a silently clamped answer.
+"""
+
+from keras import ops
+
+from keras_synth.layers.keras_utils import concrete_bool
+from keras_synth.layers.keras_utils import is_int
+
+
+def cache_shape(batch_size, length, num_heads, key_dim, value_dim,
+                uses_keys):
+    """The shape `initial_cache` returns (see the module docstring)."""
+    if uses_keys:
+        if key_dim != value_dim:
+            raise ValueError(
+                "A cache with keys needs key_dim == value_dim. Received: "
+                f"key_dim={key_dim}, value_dim={value_dim}"
+            )
+        return (batch_size, 2, length, num_heads, key_dim)
+    return (batch_size, 1, length, num_heads, value_dim)
+
+
+def cache_length(length, max_length):
+    """The length of a new cache: `length`, by default the layer's
+    `max_length`, never more than it."""
+    if length is None:
+        length = max_length
+    if length is None:
+        raise ValueError(
+            "Argument `max_length` is required by `initial_cache` for a "
+            "layer built without `max_length`. Received: max_length=None"
+        )
+    if max_length is not None and is_int(length) and length > max_length:
+        raise ValueError(
+            f"Argument `max_length`={length} of `initial_cache` "
+            f"exceeds the layer's max_length={max_length}."
+        )
+    return length
+
+
+def check_cache(cache, num_heads, key_dim, value_dim, uses_keys, variant):
+    """Raises unless `cache`'s static shape fits the layer's layout."""
+    slots = 2 if uses_keys else 1
+    head_dim = key_dim if uses_keys else value_dim
+    shape = tuple(cache.shape)
+    expected = (slots, None, num_heads, head_dim)
+    if len(shape) != 5 or any(
+        e is not None and s is not None and s != e
+        for s, e in zip(shape[1:], expected)
+    ):
+        raise ValueError(
+            f"Argument `cache` has the wrong shape for this {variant!r} "
+            f"layer. Expected (batch, {slots}, length, {num_heads}, "
+            f"{head_dim}) as returned by `initial_cache`. Received: "
+            f"cache.shape={shape}"
+        )
+
+
+def update_cache(cache, cache_update_index, new_values, new_keys=None):
+    """Writes `new_values` (and `new_keys`) `(B, T, H, k)` into `cache` at
+    `cache_update_index`; returns `(keys, values, cache)`, keys `None` for
+    a values-only cache. `None` as the index uses the cache as it is."""
+    values = cache[:, -1, ...]
+    keys = cache[:, 0, ...] if cache.shape[1] == 2 else None
+    if cache_update_index is None:
+        return keys, values, cache
+    start = [0, cache_update_index, 0, 0]
+    values = ops.slice_update(values, start, new_values)
+    if keys is None:
+        return None, values, ops.expand_dims(values, 1)
+    keys = ops.slice_update(keys, start, new_keys)
+    return keys, values, ops.stack((keys, values), axis=1)
+
+
+def check_lengths(query_length, key_length, max_length, variant):
+    """Raises if a known query or key length exceeds `max_length`."""
+    if max_length is None:
+        return
+    for arg, length in (("query", query_length), ("key/value", key_length)):
+        if is_int(length) and length > max_length:
+            raise ValueError(
+                f"The {arg} sequence length {length} exceeds "
+                f"max_length={max_length} of this {variant!r} "
+                "SynthesizerAttention layer. Expected a length <= "
+                "max_length; build the layer with a larger `max_length` "
+                "or pass shorter sequences."
+            )
+
+
+def positions_in_range(query_start, query_length, max_length,
+                       cache_update_index=None, update_length=None,
+                       cache_length=None):
+    """Checks that query positions and a cache write fit; returns a flag.
+
+    Raises a `ValueError` for anything out of range whose value is known
+    (Python ints, eager tensors). Returns `None` when everything is known
+    to fit, else a boolean scalar tensor (a traced index): `False` when
+    the query rows pass `max_length` or the write passes the cache's end.
+    """
+    checks = []
+    if max_length is not None:
+        checks.append((
+            (query_start, query_length, max_length),
+            lambda: _query_message(query_start, query_length, max_length),
+        ))
+    if cache_update_index is not None:
+        checks.append((
+            (cache_update_index, update_length, cache_length),
+            lambda: (
+                f"Argument `cache_update_index`={_value(cache_update_index)} "
+                f"writes {update_length} position(s) into a cache of length "
+                f"{cache_length}. Expected 0 <= cache_update_index <= "
+                f"{cache_length} - {update_length}."
+            ),
+        ))
+    flag = None
+    for (start, length, limit), message in checks:
+        if all(is_int(x) for x in (start, length, limit)):
+            if start < 0 or start + length > limit:
+                raise ValueError(message())
+            continue
+        ok = ops.logical_and(
+            ops.greater_equal(start, 0),
+            ops.less_equal(start + length, limit),
+        )
+        known = concrete_bool(ok)
+        if known is False:
+            raise ValueError(message())
+        if known is None:
+            flag = ok if flag is None else ops.logical_and(flag, ok)
+    return flag
+
+
+def _value(x):
+    if is_int(x):
+        return x
+    try:
+        return int(ops.convert_to_numpy(x))
+    except Exception:
+        return x
+
+
+def _query_message(query_start, query_length, max_length):
+    start = _value(query_start)
+    return (
+        f"Query positions {start}...{start + query_length - 1} exceed "
+        f"max_length={max_length}. Expected query_start_index + query "
+        "length <= max_length."
+    )
+
+
+def nan_unless(flag, output):
+    """`output` where the boolean scalar `flag` holds, NaN elsewhere."""
+    if flag is None:
+        return output
+    nan = ops.convert_to_tensor(float("nan"), dtype=output.dtype)
+    return ops.where(flag, output, nan)

@@ -1,0 +1,106 @@
+"""From projected inputs and masks to attention outputs: which path runs.
+
+`attend` computes the (mixed) logits of the synthesizers and sends them
+down one of two paths:
+
+- the batch-shared path (`shared_attention`): batch-independent logits
+  (random, fixed random, factorized random and their mixtures) with masks
+  that factor into query rows `(B, T)`, key padding `(B, S)` and a
+  batch-independent pattern `(T, S)` (causal, sliding window, an
+  `attention_mask` of shape `(T, S)`, `(1, T, S)` or `(B, 1, S)`), no
+  returned scores and no active dropout;
+- the general path (`general_attention`): everything else, with
+  `B x H x T x S` probabilities.
+
+`fast_paths=False` turns every fast path off (batch-shared attention, the
+fused mixture contraction, late zeroing of empty rows): the plain
+computation the fast paths must equal, which the tests compare them with.
+"""
+
+from keras import ops
+
+from keras_synth.layers import attention_masks
+from keras_synth.layers import general_attention
+from keras_synth.layers import mixture
+from keras_synth.layers import shared_attention
+
+
+def attend(
+    synthesizers,
+    mixture_weights,
+    query,
+    keys,
+    values,
+    query_start=0,
+    query_mask=None,
+    value_mask=None,
+    key_mask=None,
+    attention_mask=None,
+    use_causal_mask=False,
+    sliding_window=None,
+    dropout_layer=None,
+    training=None,
+    return_attention_scores=False,
+    scores_dtype=None,
+    fast_paths=True,
+):
+    """Synthesized attention of projected inputs.
+
+    Args:
+        synthesizers: the component `Synthesizer` layers (built).
+        mixture_weights: `(H, N)` normalised weights, `None` for one.
+        query: the query input `(B, T, d)`.
+        keys: projected keys `(B, S, H, key_dim)`, `None` without a
+            dot-product component.
+        values: projected values `(B, S, H, value_dim)`.
+        query_start: position of the first query row.
+        query_mask, value_mask, key_mask, attention_mask, use_causal_mask,
+        sliding_window: as the layer's arguments.
+        dropout_layer, training: dropout on the probabilities.
+        return_attention_scores: whether to return `(B, H, T, S)` scores.
+        scores_dtype: dtype of the scores.
+        fast_paths: see the module docstring.
+
+    Returns:
+        `(attention_output (B, T, H, value_dim), scores or None)`.
+    """
+    query_length = ops.shape(query)[1]
+    key_length = ops.shape(values)[1]
+    rows, padded_keys = attention_masks.padding_masks(
+        query_length, key_length, query_mask, value_mask, key_mask
+    )
+    pattern = attention_masks.pattern_mask(
+        query_length, key_length, use_causal_mask, sliding_window,
+        query_start,
+    )
+    if attention_mask is not None:
+        attention_masks.check_attention_mask(
+            attention_mask, synthesizers[0].num_heads, query_length,
+            key_length,
+        )
+    logits = mixture.mixed_logits(
+        synthesizers,
+        mixture_weights,
+        (query, keys, query_start, query_length, key_length),
+        fast_paths=fast_paths,
+    )
+    factored = attention_masks.factor_masks(
+        rows, padded_keys, pattern, attention_mask
+    )
+    dropout = 0.0 if dropout_layer is None else dropout_layer.rate
+    if shared_attention.uses_shared_path(
+        any(s.batch_dependent for s in synthesizers), factored, dropout,
+        training, return_attention_scores, fast_paths=fast_paths,
+    ):
+        return shared_attention.shared_attention(logits, values, *factored), None
+    return general_attention.attend(
+        logits,
+        values,
+        attention_masks.merge_masks(rows, padded_keys, pattern, attention_mask),
+        dropout_layer=dropout_layer,
+        training=training,
+        return_attention_scores=return_attention_scores,
+        scores_dtype=scores_dtype,
+        fast_paths=fast_paths,
+    )
+

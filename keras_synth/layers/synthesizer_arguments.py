@@ -1,0 +1,205 @@
+"""Checks of `SynthesizerAttention`'s constructor arguments.
+
+Parses the `synthesizer` argument into its variants, fills in defaults that
+depend on other arguments, and raises a `ValueError` naming the argument,
+the value received and what was expected for anything else, including the
+`MultiHeadAttention` arguments a synthesizer cannot honour.
+"""
+
+import difflib
+import math
+
+from keras_synth.layers.keras_utils import is_int
+from keras_synth.layers.synthesizers import SYNTHESIZERS
+from keras_synth.layers.synthesizers import VARIANTS
+
+
+def parse_synthesizer(synthesizer):
+    """Returns the canonical tuple of variant names of `synthesizer`.
+
+    Accepts a name (`"random"`), a mixture written with `+`
+    (`"random+vanilla"`) or a list/tuple of names. Raises `ValueError` for an
+    unknown name, an empty mixture or a duplicate.
+    """
+    if isinstance(synthesizer, str):
+        names = [name.strip() for name in synthesizer.split("+")]
+    elif isinstance(synthesizer, (list, tuple)):
+        names = list(synthesizer)
+    else:
+        raise ValueError(
+            "Received an invalid value for argument `synthesizer`, expected a "
+            "variant name, a mixture such as 'random+vanilla', or a list of "
+            f"names. Received: synthesizer={synthesizer!r}"
+        )
+    if not names:
+        raise ValueError(
+            "Argument `synthesizer` names no variant. Expected one or more of "
+            f"{VARIANTS}. Received: synthesizer={synthesizer!r}"
+        )
+    for name in names:
+        if name not in SYNTHESIZERS:
+            close = difflib.get_close_matches(str(name), list(SYNTHESIZERS), n=1)
+            raise ValueError(
+                f"Unknown variant {name!r} in argument `synthesizer`. "
+                f"Expected one of {VARIANTS} or a mixture of them "
+                f"joined with '+'. Received: synthesizer={synthesizer!r}"
+                + (f". Did you mean {close[0]!r}?" if close else "")
+            )
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise ValueError(
+            f"Argument `synthesizer` names {duplicates} more than once; each "
+            "variant may appear once in a mixture. "
+            f"Received: synthesizer={synthesizer!r}"
+        )
+    return tuple(names)
+
+
+def default_factorized_dense_sizes(max_length):
+    """The default `(a, b)` of factorized dense: `a * b >= max_length`."""
+    a = int(math.ceil(math.sqrt(max_length)))
+    return a, int(math.ceil(max_length / a))
+
+
+def check_positive_ints(**arguments):
+    """Raises for any argument that is not a positive int.
+
+    Each keyword maps an argument's name to `(value, optional)`; an optional
+    argument may also be `None`.
+    """
+    for arg, (value, optional) in arguments.items():
+        if optional and value is None:
+            continue
+        if not is_int(value) or value <= 0:
+            raise ValueError(
+                f"Received an invalid value for argument `{arg}`, "
+                "expected a positive integer"
+                + (" or `None`" if optional else "")
+                + f". Received: {arg}={value!r}"
+            )
+
+
+def check_dropout(dropout):
+    if not 0.0 <= dropout < 1.0:
+        raise ValueError(
+            "Received an invalid value for argument `dropout`, expected a "
+            f"float in [0, 1). Received: dropout={dropout!r}"
+        )
+
+
+def check_max_length(variants, max_length, synthesizer):
+    synthetic = [name for name in variants if name != "vanilla"]
+    if synthetic and max_length is None:
+        raise ValueError(
+            f"Argument `max_length` is required by the synthetic variant(s) "
+            f"{synthetic}: the synthesized logits are max_length x "
+            "max_length. Expected a positive integer. Received: "
+            f"max_length=None with synthesizer={synthesizer!r}"
+        )
+
+
+def factorized_dense_sizes(sizes, max_length):
+    """The checked `(a, b)` of factorized dense (default when `None`)."""
+    if sizes is None:
+        return default_factorized_dense_sizes(max_length)
+    checked = tuple(sizes)
+    if len(checked) != 2 or not all(is_int(s) and s > 0 for s in checked):
+        raise ValueError(
+            "Received an invalid value for argument "
+            "`factorized_dense_sizes`, expected two positive integers "
+            f"(a, b). Received: factorized_dense_sizes={sizes!r}"
+        )
+    if checked[0] * checked[1] < max_length:
+        raise ValueError(
+            "Argument `factorized_dense_sizes` cannot cover "
+            f"max_length={max_length}: expected a * b >= max_length, "
+            f"received factorized_dense_sizes={checked} "
+            f"(a * b = {checked[0] * checked[1]})."
+        )
+    return checked
+
+
+def output_shape_tuple(output_shape):
+    """`output_shape` as a tuple of positive ints, or `None`."""
+    if output_shape is None:
+        return None
+    shape = (output_shape,) if is_int(output_shape) else output_shape
+    try:
+        shape = tuple(shape)
+    except TypeError:
+        shape = None
+    if not shape or not all(is_int(s) and s > 0 for s in shape):
+        raise ValueError(
+            "Received an invalid value for argument `output_shape`, "
+            "expected a positive int or a non-empty tuple or list of them. "
+            f"Received: output_shape={output_shape!r}"
+        )
+    return shape
+
+
+def check_attention_axes(attention_axes):
+    """`None` for the one axis a synthesizer attends over, else raises.
+
+    The layer attends over the sequence axis of `(B, T, dim)` inputs; MHA's
+    `attention_axes` selects other or several axes of higher-rank inputs,
+    where a synthesizer has no `max_length x max_length` logits to offer.
+    """
+    axes = (attention_axes,) if is_int(attention_axes) else attention_axes
+    if axes is None or tuple(axes) in ((1,), (-2,)):
+        return None
+    raise ValueError(
+        "Received an invalid value for argument `attention_axes`: "
+        "SynthesizerAttention attends over the sequence axis of (batch, "
+        "length, features) inputs only. Expected None, 1 or -2. Received: "
+        f"attention_axes={attention_axes!r}"
+    )
+
+
+def check_flash_attention(flash_attention):
+    if flash_attention:
+        raise ValueError(
+            "Received an invalid value for argument `flash_attention`: "
+            "synthesized logits are not dot products, so no flash attention "
+            "kernel applies. Expected None or False. Received: "
+            f"flash_attention={flash_attention!r}"
+        )
+
+
+def check_sliding_window(sliding_window):
+    if sliding_window is not None and (
+        not is_int(sliding_window) or sliding_window <= 0
+    ):
+        raise ValueError(
+            "Received an invalid value for argument `sliding_window`, "
+            "expected `None` or a positive integer. Received: "
+            f"sliding_window={sliding_window!r}"
+        )
+
+
+def check_input_shapes(query_shape, value_shape, key_shape):
+    """Raises for ranks other than 3 and for axes that must agree, with
+    `MultiHeadAttention`'s message for keys and values."""
+    for arg, shape in (
+        ("query", query_shape),
+        ("value", value_shape),
+        ("key", key_shape),
+    ):
+        if len(shape) != 3:
+            raise ValueError(
+                f"Argument `{arg}` must have rank 3 (batch, length, "
+                f"features). Received: {arg}.shape={tuple(shape)}"
+            )
+    if tuple(value_shape[1:-1]) != tuple(key_shape[1:-1]):
+        raise ValueError(
+            "All dimensions of `value` and `key`, except the last one, "
+            f"must be equal. Received: value_shape={tuple(value_shape)} "
+            f"and key_shape={tuple(key_shape)}"
+        )
+    sizes = {query_shape[0], value_shape[0], key_shape[0]} - {None}
+    if len(sizes) > 1:
+        raise ValueError(
+            "The batch dimensions of `query`, `value` and `key` must be "
+            f"equal. Received: query_shape={tuple(query_shape)}, "
+            f"value_shape={tuple(value_shape)} and "
+            f"key_shape={tuple(key_shape)}"
+        )
