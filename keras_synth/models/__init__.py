@@ -11,6 +11,23 @@ from keras_synth.models.synthesizer_text_classifier import (
 from keras_synth.models.synthesizer_text_classifier_preprocessor import (
     SynthesizerTextClassifierPreprocessor,
 )
+from keras_synth.models.synthesizer_causal_lm import SynthesizerCausalLM
+from keras_synth.models.synthesizer_causal_lm_backbone import (
+    SynthesizerCausalLMBackbone,
+)
+from keras_synth.models.synthesizer_causal_lm_preprocessor import (
+    SynthesizerCausalLMPreprocessor,
+)
+from keras_synth.models.synthesizer_char_tokenizer import (
+    SynthesizerCharTokenizer,
+)
+from keras_synth.models.synthesizer_seq2seq_backbone import (
+    SynthesizerSeq2SeqBackbone,
+)
+from keras_synth.models.synthesizer_seq2seq_lm import SynthesizerSeq2SeqLM
+from keras_synth.models.synthesizer_seq2seq_lm_preprocessor import (
+    SynthesizerSeq2SeqLMPreprocessor,
+)
 from keras_synth.models.synthesizer_tokenizer import RESERVED_TOKENS
 from keras_synth.models.synthesizer_tokenizer import SynthesizerTokenizer
 from keras_synth.models.synthesizer_tokenizer import (
@@ -20,6 +37,13 @@ from keras_synth.models.synthesizer_tokenizer import (
 __all__ = [
     "RESERVED_TOKENS",
     "SynthesizerBackbone",
+    "SynthesizerCausalLM",
+    "SynthesizerCausalLMBackbone",
+    "SynthesizerCausalLMPreprocessor",
+    "SynthesizerCharTokenizer",
+    "SynthesizerSeq2SeqBackbone",
+    "SynthesizerSeq2SeqLM",
+    "SynthesizerSeq2SeqLMPreprocessor",
     "SynthesizerTextClassifier",
     "SynthesizerTextClassifierPreprocessor",
     "SynthesizerTokenizer",
