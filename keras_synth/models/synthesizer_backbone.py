@@ -1,5 +1,7 @@
 """`SynthesizerBackbone`: a Transformer encoder of `SynthesizerEncoder` blocks."""
 
+import os
+
 import keras
 import keras_hub
 
@@ -199,6 +201,11 @@ class SynthesizerBackbone(keras_hub.models.Backbone):
             scores.append(score)
         return scores
 
+    @classmethod
+    def from_preset(cls, preset, **kwargs):
+        check_local_preset(preset)
+        return super().from_preset(preset, **kwargs)
+
     def get_config(self):
         config = super().get_config()
         config.update(
@@ -243,4 +250,33 @@ def check_backbone_args(pooling, **sizes):
         raise ValueError(
             f"Argument `pooling` must be one of {POOLINGS}. Received: "
             f"pooling={pooling!r}"
+        )
+
+
+def check_local_preset(preset):
+    """Clear errors for a preset given as a local path that is not a preset
+    directory (keras-hub would report an unknown preset identifier).
+
+    Raises:
+        FileNotFoundError: `preset` looks like a path but does not exist,
+            or is not a folder with a `config.json`.
+    """
+    if not isinstance(preset, str) or "://" in preset:
+        return
+    looks_like_path = (os.sep in preset or preset.startswith((".", "~"))
+                       or os.path.exists(preset))
+    if not looks_like_path:
+        return  # a built-in preset name: keras-hub's business
+    path = os.path.expanduser(preset)
+    if not os.path.isdir(path):
+        raise FileNotFoundError(
+            f"Argument `preset`: no preset directory at {preset!r}. Expected "
+            "a folder written by `save_to_preset` (or a keras-hub preset "
+            "handle such as 'kaggle://...' or 'hf://...')."
+        )
+    if not os.path.isfile(os.path.join(path, "config.json")):
+        raise FileNotFoundError(
+            f"Argument `preset`: {preset!r} is not a preset directory (it "
+            "has no config.json). Expected a folder written by "
+            "`save_to_preset`."
         )

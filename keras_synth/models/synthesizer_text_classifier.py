@@ -4,6 +4,7 @@ import keras
 import keras_hub
 
 from keras_synth.models.synthesizer_backbone import SynthesizerBackbone
+from keras_synth.models.synthesizer_backbone import check_local_preset
 from keras_synth.models.synthesizer_text_classifier_preprocessor import (
     SynthesizerTextClassifierPreprocessor,
 )
@@ -89,6 +90,11 @@ class SynthesizerTextClassifier(keras_hub.models.TextClassifier):
         self.num_classes = num_classes
         self.activation = keras.activations.get(activation)
         self.dropout = dropout
+
+    @classmethod
+    def from_preset(cls, preset, **kwargs):
+        check_local_preset(preset)
+        return super().from_preset(preset, **kwargs)
 
     def compile(self, optimizer="auto", loss="auto", *, metrics="auto",
                 **kwargs):

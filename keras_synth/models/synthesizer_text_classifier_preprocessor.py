@@ -4,6 +4,7 @@ import keras
 import keras_hub
 
 from keras_synth.models.synthesizer_backbone import SynthesizerBackbone
+from keras_synth.models.synthesizer_backbone import check_local_preset
 from keras_synth.models.synthesizer_tokenizer import SynthesizerTokenizer
 
 
@@ -67,3 +68,8 @@ class SynthesizerTextClassifierPreprocessor(
             )
         super().__init__(tokenizer=tokenizer, sequence_length=sequence_length,
                          truncate=truncate, **kwargs)
+
+    @classmethod
+    def from_preset(cls, preset, **kwargs):
+        check_local_preset(preset)
+        return super().from_preset(preset, **kwargs)

@@ -5,6 +5,7 @@ import keras
 import keras_hub
 
 from keras_synth.models.synthesizer_backbone import SynthesizerBackbone
+from keras_synth.models.synthesizer_backbone import check_local_preset
 
 RESERVED_TOKENS = ("[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]")
 
@@ -53,6 +54,11 @@ class SynthesizerTokenizer(keras_hub.tokenizers.WordPieceTokenizer):
         self._add_special_token("[SEP]", "end_token")
         kwargs.setdefault("oov_token", "[UNK]")
         super().__init__(vocabulary=vocabulary, lowercase=lowercase, **kwargs)
+
+    @classmethod
+    def from_preset(cls, preset, **kwargs):
+        check_local_preset(preset)
+        return super().from_preset(preset, **kwargs)
 
     def set_vocabulary(self, vocabulary):
         if vocabulary is not None:
