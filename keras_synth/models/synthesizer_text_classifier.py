@@ -183,6 +183,9 @@ def export_text_classifier(classifier, path, label_names=None,
             f"Received: label_names={label_names!r}"
         )
     preprocessor = classifier.preprocessor
+    for layer in (preprocessor, preprocessor.tokenizer):
+        if not layer.built:  # (tokenizers build on their first call)
+            layer.build(None)
     softmax = classifier.activation == keras.activations.softmax
 
     def serve(*texts):
