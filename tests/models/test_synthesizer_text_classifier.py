@@ -63,12 +63,14 @@ def test_sentence_pairs():
 def test_regression():
     keras.utils.set_random_seed(3)
     classifier = make_classifier("random", num_classes=1)
-    scores = np.linspace(0.0, 5.0, len(TEXTS)).astype("float32")
+    # STS-B-like scores: 4.0 for the positive sentences, 1.0 otherwise.
+    scores = np.where(LABELS == 1, 4.0, 1.0).astype("float32")
     losses = fit_losses(classifier, TEXTS, scores, epochs=10)
     assert isinstance(classifier.loss, keras.losses.MeanSquaredError)
     assert losses[-1] < 0.5 * losses[0], losses
     predicted = classifier.predict(TEXTS, verbose=0)
     assert predicted.shape == (len(TEXTS), 1)
+    assert predicted[LABELS == 1].mean() > predicted[LABELS == 0].mean()
     mse = float(np.mean((predicted[:, 0] - scores) ** 2))
     assert mse == pytest.approx(classifier.evaluate(
         TEXTS, scores, verbose=0, return_dict=True)["loss"], rel=1e-3)
