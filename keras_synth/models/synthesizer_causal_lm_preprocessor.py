@@ -46,7 +46,8 @@ class SynthesizerCausalLMPreprocessor(keras_nlp.models.CausalLMPreprocessor):
     >>> preprocessor = SynthesizerCausalLMPreprocessor(
     ...     tokenizer, sequence_length=5)
     >>> x, y, w = preprocessor(["ab"])
-    >>> x["token_ids"].tolist(), y.tolist()
+    >>> to_list = lambda t: keras.ops.convert_to_numpy(t).tolist()
+    >>> to_list(x["token_ids"]), to_list(y)
     ([[1, 4, 5, 2, 0]], [[4, 5, 2, 0, 0]])
     """
 

@@ -44,7 +44,8 @@ class SynthesizerSeq2SeqLMPreprocessor(keras_nlp.models.Seq2SeqLMPreprocessor):
     >>> preprocessor = SynthesizerSeq2SeqLMPreprocessor(
     ...     tokenizer, encoder_sequence_length=4, decoder_sequence_length=4)
     >>> x, y, w = preprocessor({"encoder_text": ["ab"], "decoder_text": ["ba"]})
-    >>> x["encoder_token_ids"].tolist(), y.tolist()
+    >>> to_list = lambda t: keras.ops.convert_to_numpy(t).tolist()
+    >>> to_list(x["encoder_token_ids"]), to_list(y)
     ([[1, 4, 5, 2]], [[5, 4, 2, 0]])
     """
 
