@@ -13,3 +13,10 @@ try:  # The keras-nlp blocks, when keras-hub is installed.
     __all__ += ["SynthesizerEncoder", "SynthesizerDecoder"]
 except ImportError:  # pragma: no cover - without keras-hub
     pass
+
+try:  # Backbones and tasks in keras-hub's model API, with keras-hub.
+    from keras_synth import models
+
+    __all__ += ["models"]
+except ImportError:  # pragma: no cover - without keras-hub
+    pass

@@ -1,0 +1,282 @@
+"""`SynthesizerBackbone`: a Transformer encoder of `SynthesizerEncoder` blocks."""
+
+import os
+
+import keras
+import keras_hub
+
+from keras_synth.layers import SynthesizerEncoder
+
+POOLINGS = ("mean", "cls")
+
+
+@keras.saving.register_keras_serializable(package="keras_synth")
+class SynthesizerBackbone(keras_hub.models.Backbone):
+    """Transformer encoder whose self-attention is a Synthesizer.
+
+    Token + position (+ segment) embeddings, layer normalization and
+    dropout, then `num_layers` `keras_synth.layers.SynthesizerEncoder`
+    blocks (post-LN). Outputs `sequence_output` `(batch, length,
+    hidden_dim)` and `pooled_output` `(batch, hidden_dim)`: the mean over
+    the tokens of `padding_mask` (`pooling="mean"`) or the first (`[CLS]`)
+    token (`pooling="cls"`). Inputs may be shorter than
+    `max_sequence_length` (batches cut to their longest sequence).
+
+    With `synthesizer="vanilla"` this is a BERT-style encoder built from
+    keras-hub's `TransformerEncoder` blocks (dot-product attention).
+
+    Args:
+        vocabulary_size: int, the size of the token vocabulary.
+        num_layers: int, the number of encoder blocks.
+        num_heads: int, the attention heads of each block.
+        hidden_dim: int, the width of the model (divisible by `num_heads`).
+        intermediate_dim: int, the width of each feedforward network.
+        synthesizer: the attention variant: `"vanilla"`, `"dense"`,
+            `"random"`, `"fixed_random"`, `"factorized_dense"`,
+            `"factorized_random"` or a mixture such as `"random+vanilla"`.
+            Defaults to `"random+vanilla"`.
+        max_sequence_length: int, the longest input (the position
+            embedding's and the synthesizers' length). Defaults to 512.
+        num_segments: int, the segment ids an input may hold; with 2 or
+            more a segment embedding is added (sentence pairs). Defaults
+            to 1.
+        pooling: `"mean"` or `"cls"`. Defaults to `"mean"`.
+        dropout: float, dropout of embeddings, attention and feedforward.
+            Defaults to 0.1.
+        activation: the feedforward activation. Defaults to `"relu"`.
+        layer_norm_epsilon: float. Defaults to `1e-5`.
+        factorized_rank: int, the rank of `"factorized_random"`. Defaults
+            to 8.
+        dtype: the dtype policy of the layers (e.g. `"mixed_bfloat16"`).
+        **kwargs: `keras_hub.models.Backbone` arguments (`name`, ...).
+
+    Call arguments:
+        inputs: a dict of int `(batch, length)` tensors `"token_ids"`,
+            `"segment_ids"` and `"padding_mask"` (1 for tokens, 0 for
+            padding), `length <= max_sequence_length`.
+
+    Returns:
+        A dict with `"sequence_output"` and `"pooled_output"`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> backbone = SynthesizerBackbone(
+    ...     vocabulary_size=100, num_layers=2, num_heads=2, hidden_dim=16,
+    ...     intermediate_dim=32, synthesizer="random+vanilla",
+    ...     max_sequence_length=12)
+    >>> inputs = {"token_ids": np.ones((2, 12), "int32"),
+    ...           "segment_ids": np.zeros((2, 12), "int32"),
+    ...           "padding_mask": np.arange(12)[None] < np.array([[12], [5]])}
+    >>> outputs = backbone(inputs)
+    >>> tuple(outputs["sequence_output"].shape), tuple(outputs["pooled_output"].shape)
+    ((2, 12, 16), (2, 16))
+    """
+
+    def __init__(
+        self,
+        vocabulary_size,
+        num_layers,
+        num_heads,
+        hidden_dim,
+        intermediate_dim,
+        synthesizer="random+vanilla",
+        max_sequence_length=512,
+        num_segments=1,
+        pooling="mean",
+        dropout=0.1,
+        activation="relu",
+        layer_norm_epsilon=1e-5,
+        factorized_rank=8,
+        dtype=None,
+        **kwargs,
+    ):
+        check_backbone_args(
+            vocabulary_size=vocabulary_size, num_layers=num_layers,
+            num_heads=num_heads, hidden_dim=hidden_dim,
+            intermediate_dim=intermediate_dim,
+            max_sequence_length=max_sequence_length,
+            num_segments=num_segments, pooling=pooling)
+        # === Layers ===
+        self.embeddings = keras_hub.layers.TokenAndPositionEmbedding(
+            vocabulary_size=vocabulary_size,
+            sequence_length=max_sequence_length,
+            embedding_dim=hidden_dim,
+            dtype=dtype,
+            name="embedding",
+        )
+        self.segment_embedding = None
+        if num_segments > 1:
+            self.segment_embedding = keras.layers.Embedding(
+                num_segments, hidden_dim, dtype=dtype,
+                name="segment_embedding",
+            )
+        self.embeddings_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon, dtype=dtype, name="embedding_norm"
+        )
+        self.embeddings_dropout = keras.layers.Dropout(
+            dropout, dtype=dtype, name="embedding_dropout"
+        )
+        self.transformer_layers = [
+            SynthesizerEncoder(
+                intermediate_dim=intermediate_dim,
+                num_heads=num_heads,
+                dropout=dropout,
+                activation=activation,
+                layer_norm_epsilon=layer_norm_epsilon,
+                synthesizer=synthesizer,
+                max_length=max_sequence_length,
+                factorized_rank=factorized_rank,
+                dtype=dtype,
+                name=f"encoder_{i}",
+            )
+            for i in range(num_layers)
+        ]
+        self.pooler = keras.layers.GlobalAveragePooling1D(
+            dtype=dtype, name="pooling"
+        )
+
+        # === Functional model ===
+        token_ids = keras.Input((None,), dtype="int32", name="token_ids")
+        segment_ids = keras.Input((None,), dtype="int32", name="segment_ids")
+        padding_mask = keras.Input(
+            (None,), dtype="int32", name="padding_mask"
+        )
+        x = self._embed(token_ids, segment_ids)
+        for layer in self.transformer_layers:
+            x = layer(x, padding_mask=padding_mask)
+        if pooling == "mean":
+            pooled = self.pooler(x, mask=padding_mask)
+        else:
+            pooled = x[:, 0, :]
+        super().__init__(
+            inputs={
+                "token_ids": token_ids,
+                "segment_ids": segment_ids,
+                "padding_mask": padding_mask,
+            },
+            outputs={"sequence_output": x, "pooled_output": pooled},
+            dtype=dtype,
+            **kwargs,
+        )
+
+        # === Config ===
+        self.vocabulary_size = vocabulary_size
+        self.num_layers = num_layers
+        self.num_heads = num_heads
+        self.hidden_dim = hidden_dim
+        self.intermediate_dim = intermediate_dim
+        self.synthesizer = synthesizer
+        self.max_sequence_length = max_sequence_length
+        self.num_segments = num_segments
+        self.pooling = pooling
+        self.dropout = dropout
+        self.activation = activation
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.factorized_rank = factorized_rank
+
+    def _embed(self, token_ids, segment_ids, training=None):
+        x = self.embeddings(token_ids)
+        if self.segment_embedding is not None:
+            x = x + self.segment_embedding(segment_ids)
+        x = self.embeddings_layer_norm(x)
+        return self.embeddings_dropout(x, training=training)
+
+    def attention_scores(self, inputs):
+        """The attention probabilities of every block, in inference mode.
+
+        Args:
+            inputs: the backbone's input dict.
+
+        Returns:
+            A list (one per block) of `(batch, num_heads, length, length)`
+            tensors.
+        """
+        x = self._embed(inputs["token_ids"], inputs["segment_ids"],
+                        training=False)
+        scores = []
+        for layer in self.transformer_layers:
+            x, score = layer(x, padding_mask=inputs["padding_mask"],
+                             return_attention_scores=True, training=False)
+            scores.append(score)
+        return scores
+
+    @classmethod
+    def from_preset(cls, preset, **kwargs):
+        check_local_preset(preset)
+        return super().from_preset(preset, **kwargs)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "vocabulary_size": self.vocabulary_size,
+                "num_layers": self.num_layers,
+                "num_heads": self.num_heads,
+                "hidden_dim": self.hidden_dim,
+                "intermediate_dim": self.intermediate_dim,
+                "synthesizer": self.synthesizer,
+                "max_sequence_length": self.max_sequence_length,
+                "num_segments": self.num_segments,
+                "pooling": self.pooling,
+                "dropout": self.dropout,
+                "activation": keras.activations.serialize(
+                    keras.activations.get(self.activation)
+                ),
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+                "factorized_rank": self.factorized_rank,
+            }
+        )
+        return config
+
+
+def check_backbone_args(pooling, **sizes):
+    """ValueError naming the first bad size or pooling."""
+    for name, value in sizes.items():
+        minimum = 1
+        if not isinstance(value, int) or isinstance(value, bool) or (
+            value < minimum
+        ):
+            raise ValueError(
+                f"Argument `{name}` must be a positive int. Received: "
+                f"{name}={value!r}"
+            )
+    if sizes["hidden_dim"] % sizes["num_heads"]:
+        raise ValueError(
+            f"Argument `hidden_dim`={sizes['hidden_dim']} must be divisible "
+            f"by `num_heads`={sizes['num_heads']}."
+        )
+    if pooling not in POOLINGS:
+        raise ValueError(
+            f"Argument `pooling` must be one of {POOLINGS}. Received: "
+            f"pooling={pooling!r}"
+        )
+
+
+def check_local_preset(preset):
+    """Clear errors for a preset given as a local path that is not a preset
+    directory (keras-hub would report an unknown preset identifier).
+
+    Raises:
+        FileNotFoundError: `preset` looks like a path but does not exist,
+            or is not a folder with a `config.json`.
+    """
+    if not isinstance(preset, str) or "://" in preset:
+        return
+    looks_like_path = (os.sep in preset or preset.startswith((".", "~"))
+                       or os.path.exists(preset))
+    if not looks_like_path:
+        return  # a built-in preset name: keras-hub's business
+    path = os.path.expanduser(preset)
+    if not os.path.isdir(path):
+        raise FileNotFoundError(
+            f"Argument `preset`: no preset directory at {preset!r}. Expected "
+            "a folder written by `save_to_preset` (or a keras-hub preset "
+            "handle such as 'kaggle://...' or 'hf://...')."
+        )
+    if not os.path.isfile(os.path.join(path, "config.json")):
+        raise FileNotFoundError(
+            f"Argument `preset`: {preset!r} is not a preset directory (it "
+            "has no config.json). Expected a folder written by "
+            "`save_to_preset`."
+        )

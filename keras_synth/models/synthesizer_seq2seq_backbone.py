@@ -1,0 +1,291 @@
+"""`SynthesizerSeq2SeqBackbone`: a Synthesizer encoder-decoder Transformer."""
+
+import keras
+from keras import ops
+
+from keras_synth.layers import SynthesizerDecoder
+from keras_synth.layers import SynthesizerEncoder
+from keras_synth.layers._block_utils import keras_nlp
+from keras_synth.models import _generation_utils as utils
+
+
+@keras.saving.register_keras_serializable(package="keras_synth")
+class SynthesizerSeq2SeqBackbone(keras_nlp.models.Backbone):
+    """Encoder-decoder Transformer of `SynthesizerEncoder`/`Decoder` blocks.
+
+    One token embedding (a shared vocabulary) serves the encoder, the
+    decoder and, tied, the output projection; token embeddings are scaled by
+    `sqrt(hidden_dim)` and added to learned position embeddings (one table
+    for each side). `num_layers` encoder blocks synthesize their
+    self-attention with `synthesizer`; `num_layers` decoder blocks
+    synthesize their causal self-attention with it too, and attend to the
+    encoder output with `cross_attention_synthesizer` (ordinary dot-product
+    attention by default, as in the paper). With `normalize_first`, pre-LN
+    blocks and a final layer normalization on each side.
+
+    Args:
+        vocabulary_size: int, the number of tokens (both sides).
+        num_layers: int, the number of blocks in the encoder and in the
+            decoder.
+        num_heads: int, attention heads per block.
+        hidden_dim: int, the width of the blocks.
+        intermediate_dim: int, the feedforward width.
+        max_sequence_length: int, the longest encoder or decoder sequence
+            (positions and the synthesizers' `max_length`).
+        synthesizer: self-attention variant (see
+            `keras_synth.layers.SynthesizerAttention`). Defaults to
+            `"dense"`.
+        cross_attention_synthesizer: cross-attention variant. Defaults to
+            `"vanilla"`.
+        dropout: float. Defaults to 0.1.
+        activation: feedforward activation. Defaults to `"relu"`.
+        normalize_first: bool, pre-LN (True) or post-LN (False, default).
+        layer_norm_epsilon: float. Defaults to `1e-5`.
+        factorized_rank: rank of `"factorized_random"`. Defaults to 8.
+        factorized_dense_sizes: `(a, b)` of `"factorized_dense"`.
+        dtype: dtype policy of the layers.
+        **kwargs: base `keras.Model` arguments (`name`, ...).
+
+    Call arguments:
+        inputs: dict of `encoder_token_ids`, `encoder_padding_mask`
+            `(batch, S)`, `decoder_token_ids`, `decoder_padding_mask`
+            `(batch, T)`.
+
+    Returns:
+        dict of `encoder_sequence_output` `(batch, S, hidden_dim)` and
+        `decoder_sequence_output` `(batch, T, hidden_dim)`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> backbone = SynthesizerSeq2SeqBackbone(
+    ...     vocabulary_size=50, num_layers=1, num_heads=2, hidden_dim=16,
+    ...     intermediate_dim=32, max_sequence_length=10, synthesizer="random")
+    >>> ids, mask = np.ones((2, 10), "int32"), np.ones((2, 10), "int32")
+    >>> out = backbone({"encoder_token_ids": ids, "encoder_padding_mask": mask,
+    ...                 "decoder_token_ids": ids, "decoder_padding_mask": mask})
+    >>> tuple(out["decoder_sequence_output"].shape)
+    (2, 10, 16)
+    """
+
+    def __init__(
+        self,
+        vocabulary_size,
+        num_layers,
+        num_heads,
+        hidden_dim,
+        intermediate_dim,
+        max_sequence_length,
+        synthesizer="dense",
+        cross_attention_synthesizer="vanilla",
+        dropout=0.1,
+        activation="relu",
+        normalize_first=False,
+        layer_norm_epsilon=1e-5,
+        factorized_rank=8,
+        factorized_dense_sizes=None,
+        dtype=None,
+        **kwargs,
+    ):
+        # === Layers ===
+        self.token_embedding = utils.reversible_embedding(
+            vocabulary_size, hidden_dim, dtype, "token_embedding"
+        )
+        self.encoder_position_embedding = keras_nlp.layers.PositionEmbedding(
+            sequence_length=max_sequence_length,
+            dtype=dtype,
+            name="encoder_position_embedding",
+        )
+        self.decoder_position_embedding = keras_nlp.layers.PositionEmbedding(
+            sequence_length=max_sequence_length,
+            dtype=dtype,
+            name="decoder_position_embedding",
+        )
+        self.encoder_embeddings_dropout = keras.layers.Dropout(
+            dropout, dtype=dtype, name="encoder_embeddings_dropout"
+        )
+        self.decoder_embeddings_dropout = keras.layers.Dropout(
+            dropout, dtype=dtype, name="decoder_embeddings_dropout"
+        )
+        block = dict(
+            intermediate_dim=intermediate_dim,
+            num_heads=num_heads,
+            dropout=dropout,
+            activation=activation,
+            layer_norm_epsilon=layer_norm_epsilon,
+            normalize_first=normalize_first,
+            synthesizer=synthesizer,
+            max_length=max_sequence_length,
+            factorized_rank=factorized_rank,
+            factorized_dense_sizes=factorized_dense_sizes,
+            dtype=dtype,
+        )
+        self.encoder_transformer_layers = [
+            SynthesizerEncoder(name=f"encoder_transformer_layer_{i}", **block)
+            for i in range(num_layers)
+        ]
+        self.decoder_transformer_layers = [
+            SynthesizerDecoder(
+                cross_attention_synthesizer=cross_attention_synthesizer,
+                name=f"decoder_transformer_layer_{i}",
+                **block,
+            )
+            for i in range(num_layers)
+        ]
+        self.encoder_layer_norm = self.decoder_layer_norm = None
+        if normalize_first:
+            self.encoder_layer_norm = keras.layers.LayerNormalization(
+                epsilon=layer_norm_epsilon, dtype=dtype, name="encoder_layer_norm"
+            )
+            self.decoder_layer_norm = keras.layers.LayerNormalization(
+                epsilon=layer_norm_epsilon, dtype=dtype, name="decoder_layer_norm"
+            )
+
+        # === Functional model ===
+        inputs = {
+            name: keras.Input(shape=(None,), dtype="int32", name=name)
+            for name in (
+                "encoder_token_ids",
+                "encoder_padding_mask",
+                "decoder_token_ids",
+                "decoder_padding_mask",
+            )
+        }
+        encoder_output = self.encode(
+            inputs["encoder_token_ids"], inputs["encoder_padding_mask"]
+        )
+        decoder_output = self.decode(
+            inputs["decoder_token_ids"],
+            encoder_output,
+            inputs["encoder_padding_mask"],
+            decoder_padding_mask=inputs["decoder_padding_mask"],
+        )
+        super().__init__(
+            inputs=inputs,
+            outputs={
+                "encoder_sequence_output": encoder_output,
+                "decoder_sequence_output": decoder_output,
+            },
+            dtype=dtype,
+            **kwargs,
+        )
+
+        # === Config ===
+        self.vocabulary_size = vocabulary_size
+        self.num_layers = num_layers
+        self.num_heads = num_heads
+        self.hidden_dim = hidden_dim
+        self.intermediate_dim = intermediate_dim
+        self.max_sequence_length = max_sequence_length
+        self.synthesizer = synthesizer
+        self.cross_attention_synthesizer = cross_attention_synthesizer
+        self.dropout = dropout
+        self.activation = activation
+        self.normalize_first = normalize_first
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.factorized_rank = factorized_rank
+        self.factorized_dense_sizes = factorized_dense_sizes
+
+    def encode(self, token_ids, padding_mask, training=None):
+        """The encoder output `(batch, S, hidden_dim)`."""
+        x = utils.embed(
+            self.token_embedding,
+            self.encoder_position_embedding,
+            token_ids,
+            scale=True,
+        )
+        x = self.encoder_embeddings_dropout(x, training=training)
+        for layer in self.encoder_transformer_layers:
+            x = layer(x, padding_mask=padding_mask, training=training)
+        if self.encoder_layer_norm is not None:
+            x = self.encoder_layer_norm(x)
+        return x
+
+    def decode(
+        self,
+        token_ids,
+        encoder_output,
+        encoder_padding_mask,
+        decoder_padding_mask=None,
+        self_attention_caches=None,
+        cross_attention_caches=None,
+        cache_update_index=None,
+        fill_cross_attention_caches=False,
+        training=None,
+    ):
+        """The decoder output, without caches or with a cache per block.
+
+        With caches, `token_ids` are the tokens at `cache_update_index ...`
+        and the updated caches are returned too: `(outputs,
+        self_attention_caches, cross_attention_caches)`. The cross-attention
+        caches are filled from `encoder_output` when
+        `fill_cross_attention_caches`, reused otherwise.
+        """
+        start = 0 if cache_update_index is None else cache_update_index
+        x = utils.embed(
+            self.token_embedding,
+            self.decoder_position_embedding,
+            token_ids,
+            scale=True,
+            start_index=start,
+        )
+        x = self.decoder_embeddings_dropout(x, training=training)
+        encoder_padding_mask = ops.cast(encoder_padding_mask, "bool")
+        if self_attention_caches is None:
+            for layer in self.decoder_transformer_layers:
+                x = layer(
+                    x,
+                    encoder_output,
+                    decoder_padding_mask=decoder_padding_mask,
+                    encoder_padding_mask=encoder_padding_mask,
+                    training=training,
+                )
+            return self._final_norm(x)
+        new_self, new_cross = [], []
+        for layer, self_cache, cross_cache in zip(
+            self.decoder_transformer_layers,
+            self_attention_caches,
+            cross_attention_caches,
+        ):
+            x, self_cache, cross_cache = layer(
+                x,
+                encoder_output,
+                encoder_padding_mask=encoder_padding_mask,
+                self_attention_cache=self_cache,
+                self_attention_cache_update_index=cache_update_index,
+                cross_attention_cache=cross_cache,
+                cross_attention_cache_update_index=(
+                    0 if fill_cross_attention_caches else None
+                ),
+                training=training,
+            )
+            new_self.append(self_cache)
+            new_cross.append(cross_cache)
+        return self._final_norm(x), tuple(new_self), tuple(new_cross)
+
+    def _final_norm(self, x):
+        if self.decoder_layer_norm is not None:
+            x = self.decoder_layer_norm(x)
+        return x
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "vocabulary_size": self.vocabulary_size,
+                "num_layers": self.num_layers,
+                "num_heads": self.num_heads,
+                "hidden_dim": self.hidden_dim,
+                "intermediate_dim": self.intermediate_dim,
+                "max_sequence_length": self.max_sequence_length,
+                "synthesizer": self.synthesizer,
+                "cross_attention_synthesizer": self.cross_attention_synthesizer,
+                "dropout": self.dropout,
+                "activation": self.activation,
+                "normalize_first": self.normalize_first,
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+                "factorized_rank": self.factorized_rank,
+                "factorized_dense_sizes": self.factorized_dense_sizes,
+            }
+        )
+        return config

@@ -1,0 +1,75 @@
+"""`SynthesizerTextClassifierPreprocessor`: raw strings to packed ids."""
+
+import keras
+import keras_hub
+
+from keras_synth.models.synthesizer_backbone import SynthesizerBackbone
+from keras_synth.models.synthesizer_backbone import check_local_preset
+from keras_synth.models.synthesizer_tokenizer import SynthesizerTokenizer
+
+
+@keras.saving.register_keras_serializable(package="keras_synth")
+class SynthesizerTextClassifierPreprocessor(
+    keras_hub.models.TextClassifierPreprocessor
+):
+    """Preprocessing of `SynthesizerTextClassifier`: strings to packed ids.
+
+    Tokenizes one segment (a sentence) or two (a pair) with a
+    `SynthesizerTokenizer` and packs them as `[CLS] a [SEP]` or
+    `[CLS] a [SEP] b [SEP]` (`keras_hub.layers.MultiSegmentPacker`,
+    truncated to `sequence_length`), giving a dict of `"token_ids"`,
+    `"segment_ids"` (0 for the first segment, 1 for the second) and
+    `"padding_mask"`. Labels and sample weights pass through unchanged, so
+    the layer maps a `tf.data.Dataset` of `(x, y)` for `fit`; integer labels
+    for classification, float scores for regression (STS-B). It runs in
+    `tf.data` and, like every keras-hub preprocessor, on any Keras backend.
+
+    Args:
+        tokenizer: a `keras_synth.models.SynthesizerTokenizer`.
+        sequence_length: int, the packed length. Defaults to 128.
+        truncate: `"round_robin"` or `"waterfall"`, how pairs are cut to
+            `sequence_length`. Defaults to `"round_robin"`.
+        **kwargs: base layer arguments.
+
+    Call arguments:
+        x: a string tensor or list `(batch,)`, or a tuple of two of them
+            for sentence pairs (pass a pair as `x=(first, second)`: like
+            every keras-hub preprocessor, the layer reads a positional
+            2-tuple as `(x, y)`).
+        y: optional labels.
+        sample_weight: optional sample weights.
+
+    Returns:
+        `x`, `(x, y)` or `(x, y, sample_weight)`, `x` the dict above.
+
+    Example:
+
+    >>> vocab = ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]",
+    ...          "the", "plot", "is", "dull", "."]
+    >>> preprocessor = SynthesizerTextClassifierPreprocessor(
+    ...     SynthesizerTokenizer(vocab), sequence_length=8)
+    >>> x = preprocessor(x=(["the plot is dull ."], ["the plot ."]))
+    >>> [int(i) for i in x["token_ids"][0]]
+    [1, 5, 6, 7, 2, 5, 6, 2]
+    >>> [int(i) for i in x["segment_ids"][0]]
+    [0, 0, 0, 0, 0, 1, 1, 1]
+    """
+
+    backbone_cls = SynthesizerBackbone
+    tokenizer_cls = SynthesizerTokenizer
+
+    def __init__(self, tokenizer, sequence_length=128,
+                 truncate="round_robin", **kwargs):
+        if not isinstance(sequence_length, int) or sequence_length < 3:
+            raise ValueError(
+                "Argument `sequence_length` must be an int of at least 3 "
+                "(`[CLS]`, a token, `[SEP]`). Received: "
+                f"sequence_length={sequence_length!r}"
+            )
+        super().__init__(tokenizer=tokenizer, sequence_length=sequence_length,
+                         truncate=truncate, **kwargs)
+
+    @classmethod
+    def from_preset(cls, preset, **kwargs):
+        check_local_preset(preset)
+        return super().from_preset(preset, **kwargs)
