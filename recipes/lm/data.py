@@ -236,7 +236,8 @@ def eval_windows(ids, sequence_length, stride=None, pad_id=0):
 
 
 __all__ = [
-    "BUILTIN", "CUTS", "SAMPLERS", "SPLITS", "TOKENIZERS", "builtin_files", "documents",
+    "BUILTIN", "CUTS", "SAMPLERS", "SPLITS", "TOKENIZERS", "builtin_files",
+    "documents",
     "eval_windows", "load_files", "load_tfds", "read_text_file",
     "sentence_examples", "stream_windows",
 ]

@@ -49,13 +49,14 @@ def build_parser():
                            help=f"UTF-8 text file, {split} split (.gz read "
                            "transparently).")
     group.add_argument("--max_train_examples", type=int, default=None,
-                       help="Read only the first N examples of each tfds "
-                       "split.")
+                       help="Read only the first N lines of the training "
+                       "text (of each split of a tfds set).")
     group.add_argument(
         "--cut", choices=data_lib.CUTS, default="stream",
         help="stream: the text as one token stream cut into windows of "
         "--sequence_length; sentence: one line per example, padded.")
-    group.add_argument("--tokenizer", choices=data_lib.TOKENIZERS, default="char",
+    group.add_argument("--tokenizer", choices=data_lib.TOKENIZERS,
+                       default="char",
                        help="char (vocabulary of the training text), byte "
                        "(UTF-8 bytes) or wordpiece (learned, or "
                        "--vocab_file).")
@@ -158,11 +159,14 @@ def validate_args(args):
 
 def load_corpus(args):
     """`{split: text}` as the arguments ask."""
-    if args.dataset == "files":
-        return data_lib.load_files({s: getattr(args, f"{s}_file")
-                                    for s in data_lib.SPLITS})
-    if args.dataset == data_lib.BUILTIN:
-        return data_lib.load_files(data_lib.builtin_files())
+    if args.dataset in ("files", data_lib.BUILTIN):
+        corpus = data_lib.load_files(
+            data_lib.builtin_files() if args.dataset == data_lib.BUILTIN
+            else {s: getattr(args, f"{s}_file") for s in data_lib.SPLITS})
+        if args.max_train_examples:
+            lines = corpus["train"].splitlines(keepends=True)
+            corpus["train"] = "".join(lines[:args.max_train_examples])
+        return corpus
     return data_lib.load_tfds(args.dataset, args.tfds_data_dir,
                               args.max_train_examples)
 
@@ -247,7 +251,8 @@ def run(args, log=print):
                 lm.fit(train_ds, epochs=args.epochs,
                    initial_epoch=initial_epoch,
                    steps_per_epoch=steps_per_epoch, validation_data=valid_ds,
-                   callbacks=callbacks, verbose=args.verbose)
+                   callbacks=callbacks, verbose=args.verbose,
+                   shuffle=False)
     else:
         common.finalize_weights(lm)
     train_time = time.time() - train_start

@@ -1,4 +1,5 @@
-"""Regenerates the built-in corpus (`--dataset=builtin`): `python make_builtin.py`.
+"""Regenerates the built-in corpus (`--dataset=builtin`):
+`python make_builtin.py`.
 
 Small synthetic plays in Tiny Shakespeare's layout (a speaker's name and a
 colon on one line, the speech on the next lines, a blank line between
@@ -20,9 +21,10 @@ SUBJECTS = ["my lord", "the night", "fair Verona", "this sword", "the moon",
             "the prince", "our house", "sweet love", "the morning"]
 VERBS = ["doth call", "shall break", "will keep", "hath seen", "must find",
          "doth bear", "shall know", "will love", "hath lost", "must leave"]
-OBJECTS = ["the light of day", "a gentle word", "the bitter end", "my poor soul",
-           "thy true face", "the quarrel", "a cup of wine", "the city gates",
-           "no more of this", "the stars above", "a letter", "her hand"]
+OBJECTS = ["the light of day", "a gentle word", "the bitter end",
+           "my poor soul", "thy true face", "the quarrel", "a cup of wine",
+           "the city gates", "no more of this", "the stars above", "a letter",
+           "her hand"]
 OPENERS = ["O", "Alas,", "Nay,", "Peace,", "Good morrow,", "Hark,", "Come,",
            "Farewell,", "Ay,", "Why,"]
 ADDRESSES = ["sir", "madam", "good friend", "cousin", "my love", "gentlemen",
