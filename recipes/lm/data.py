@@ -93,10 +93,7 @@ def builtin_files():
 
 def load_tfds(name, data_dir=None, max_examples=None):
     """`{split: text}` from a tensorflow_datasets set with a `text` feature,
-    one example a line.
-
-    A set without a validation split (LM1B has train and test) gets the
-    first half of its test split as `valid`, the second half as `test`.
+    one example a line (splits as `tfds_splits` says).
     """
     import tensorflow_datasets as tfds
 
@@ -131,20 +128,45 @@ def load_tfds(name, data_dir=None, max_examples=None):
                             f"{tfds_split!r} is empty.")
         return lines
 
-    if available and "train" not in available:
-        raise DataError(f"tensorflow_datasets {name!r} has no train split.")
-    corpus = {"train": "\n".join(read("train")) + "\n"}
-    if not available or "validation" in available:
-        corpus["valid"] = "\n".join(read("validation")) + "\n"
-        if not available or "test" in available:
-            corpus["test"] = "\n".join(read("test")) + "\n"
-    elif "test" in available:
-        lines = read("test")
-        half = max(1, len(lines) // 2)
-        corpus["valid"] = "\n".join(lines[:half]) + "\n"
-        if lines[half:]:
-            corpus["test"] = "\n".join(lines[half:]) + "\n"
+    corpus, halves = {}, {}
+    for split, (tfds_split, half) in tfds_splits(name, available).items():
+        if half is None:
+            corpus[split] = "\n".join(read(tfds_split)) + "\n"
+            continue
+        if tfds_split not in halves:
+            halves[tfds_split] = read(tfds_split)
+        lines = halves[tfds_split]
+        middle = max(1, len(lines) // 2)
+        part = lines[:middle] if half == 0 else lines[middle:]
+        if part:
+            corpus[split] = "\n".join(part) + "\n"
     return corpus
+
+
+def tfds_splits(name, available):
+    """`{split: (tfds split, half)}`: which tfds split (and which half of
+    it, 0 or 1, or None for all) each of our splits reads.
+
+    A set without a validation split (LM1B has train and test) gets the
+    first half of its test split as `valid`, the second half as `test`.
+    When the splits are unknown (no dataset info), all three are read.
+    """
+    available = set(available or ())
+    if not available:
+        return {"train": ("train", None), "valid": ("validation", None),
+                "test": ("test", None)}
+    if "train" not in available:
+        raise DataError(f"tensorflow_datasets {name!r} has no train split "
+                        f"(it has {sorted(available)}).")
+    plan = {"train": ("train", None)}
+    if "validation" in available:
+        plan["valid"] = ("validation", None)
+        if "test" in available:
+            plan["test"] = ("test", None)
+    elif "test" in available:
+        plan["valid"] = ("test", 0)
+        plan["test"] = ("test", 1)
+    return plan
 
 
 def documents(text):
@@ -239,5 +261,5 @@ __all__ = [
     "BUILTIN", "CUTS", "SAMPLERS", "SPLITS", "TOKENIZERS", "builtin_files",
     "documents",
     "eval_windows", "load_files", "load_tfds", "read_text_file",
-    "sentence_examples", "stream_windows",
+    "sentence_examples", "stream_windows", "tfds_splits",
 ]

@@ -158,7 +158,9 @@ def _ragged_ids(tokenizer, lines, batch=4096):
     out = []
     for start in range(0, len(lines), batch):
         ids = tokenizer(tf.constant(lines[start:start + batch]))
-        out.extend(np.asarray(row, "int32") for row in ids.numpy())
+        # keras-hub tokenizers give lists eagerly, others ragged tensors.
+        rows = ids.numpy() if hasattr(ids, "numpy") else ids
+        out.extend(np.asarray(row, "int32") for row in rows)
     return out
 
 

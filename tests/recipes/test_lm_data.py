@@ -143,3 +143,14 @@ def test_eval_stride_is_checked():
     with pytest.raises(ValueError, match=r"--eval_stride.*Received: "
                        r"--eval_stride=9"):
         data_lib.eval_windows(np.arange(20), 8, stride=9)
+
+
+def test_tfds_splits_without_validation_halve_test():
+    assert data_lib.tfds_splits("lm1b", {"train", "test"}) == {
+        "train": ("train", None), "valid": ("test", 0), "test": ("test", 1)}
+    assert data_lib.tfds_splits("wiki40b/en", {
+        "train", "validation", "test"}) == {
+        "train": ("train", None), "valid": ("validation", None),
+        "test": ("test", None)}
+    with pytest.raises(DataError, match=r"'x' has no train split"):
+        data_lib.tfds_splits("x", {"test"})
