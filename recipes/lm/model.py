@@ -75,7 +75,11 @@ def compile_lm(lm, args, total_steps):
     lm.compile(
         optimizer=optimizer,
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        weighted_metrics=[], jit_compile=args.jit_compile,
+        # The loss divides by every label position, padding included; this
+        # metric is the mean over the scored tokens (nats/token).
+        weighted_metrics=[keras.metrics.SparseCategoricalCrossentropy(
+            from_logits=True, name="token_loss")],
+        jit_compile=args.jit_compile,
         sampler=make_sampler(args.sampler, args.temperature, args.seed))
 
 

@@ -176,6 +176,10 @@ def test_end_to_end_interrupt_resume_evaluate_export(tmp_path, monkeypatch):
     results = run(TINY + [f"--model_dir={model_dir}"])
     assert results["resumed_from_epoch"] == 1
     assert [h["epoch"] for h in results["history"]] == [1, 2]
+    # fit's per-token validation metric is the evaluation's mean loss.
+    np.testing.assert_allclose(results["history"][-1]["val_token_loss"],
+                               results["evaluation"]["valid"]["loss"],
+                               rtol=1e-4)
     # Deterministic batches and no dropout: the resumed run ends where the
     # uninterrupted one does.
     for split in ("valid", "test"):
