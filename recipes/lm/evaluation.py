@@ -90,6 +90,10 @@ def evaluate_and_sample(lm, encoded, corpus, args, run_dir, log=print):
             + f" ({scored:,} tokens scored).")
     texts, stats = model_lib.generate(lm, list(args.prompts),
                                       args.max_new_tokens)
+    if stats["capped_by_context"]:
+        log(f"Samples end at the model's context of "
+            f"{stats['max_length']} tokens (prompt included), before "
+            f"--max_new_tokens={args.max_new_tokens} new tokens.")
     results["samples"] = [{"prompt": p, "text": t}
                           for p, t in zip(args.prompts, texts)]
     results["generation"] = dict(stats, sampler=args.sampler,

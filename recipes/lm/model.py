@@ -40,6 +40,11 @@ def build_lm(tokenizer, args, stream):
     preprocessor = SynthesizerCausalLMPreprocessor(
         tokenizer, sequence_length=args.sequence_length,
         add_start_token=not stream, add_end_token=not stream)
+    if stream:
+        # keras-hub's `generate_preprocess` adds the start token whatever
+        # `add_start_token` says; a stream model never saw one.
+        preprocessor.build(None)
+        preprocessor.packer.start_value = None
     backbone = SynthesizerCausalLMBackbone(
         vocabulary_size=tokenizer.vocabulary_size(),
         num_layers=args.num_layers, num_heads=args.num_heads,
@@ -176,8 +181,9 @@ def generate(lm, prompts, max_new_tokens):
     tokenizer = lm.preprocessor.tokenizer
     lengths = [len(np.asarray(tokenizer(p))) for p in prompts]
     limit = lm.backbone.max_sequence_length
-    max_length = min(limit, max(lengths) + max_new_tokens
-                     + int(lm.preprocessor.add_start_token))
+    wanted = (max(lengths) + max_new_tokens
+              + int(lm.preprocessor.add_start_token))
+    max_length = min(limit, wanted)
     lm.generate(prompts, max_length=max_length)  # compile
     start = time.perf_counter()
     texts = lm.generate(prompts, max_length=max_length)
@@ -187,7 +193,9 @@ def generate(lm, prompts, max_new_tokens):
               for t, n in zip(texts, lengths))
     return texts, {"new_tokens": int(new), "seconds": seconds,
                    "tokens_per_second": new / seconds if seconds else None,
-                   "max_length": max_length}
+                   "max_length": max_length,
+                   # Prompt and new tokens must fit the model's context.
+                   "capped_by_context": wanted > limit}
 
 
 def attention_scores(lm, token_ids):

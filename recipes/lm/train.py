@@ -92,7 +92,10 @@ def build_parser():
     group.add_argument("--sampler", choices=data_lib.SAMPLERS, default="top_k",
                        help="top_k: k=10; top_p: p=0.9.")
     group.add_argument("--temperature", type=float, default=0.8)
-    group.add_argument("--max_new_tokens", type=int, default=100)
+    group.add_argument("--max_new_tokens", type=int, default=100,
+                       help="Tokens generated after the longest prompt (the "
+                       "prompts are sampled as one batch, to one length; "
+                       "at most the context --sequence_length in all).")
     group.add_argument("--eval_batch_size", type=int, default=64)
     group.add_argument("--no_export", dest="export", action="store_false",
                        help="Skip the SavedModel export.")

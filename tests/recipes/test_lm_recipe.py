@@ -196,6 +196,9 @@ def test_end_to_end_interrupt_resume_evaluate_export(tmp_path, monkeypatch):
     assert [s["prompt"] for s in results["samples"]] == ["ROMEO:",
                                                          "NURSE:\nO"]
     assert all(s["text"].startswith(s["prompt"]) for s in results["samples"])
+    # One batch: every sample ends --max_new_tokens after the longest prompt.
+    assert [len(s["text"]) for s in results["samples"]] == [20, 20]
+    assert not results["generation"]["capped_by_context"]
     assert results["generation"]["tokens_per_second"] > 0
     assert results["tokens_per_second"] == pytest.approx(
         results["steps_per_second"] * 32 * 32)
