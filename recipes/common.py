@@ -157,27 +157,17 @@ def check_data_file(path, what="data file"):
 # ------------------------------------------------------------- vocabulary
 
 
-def learn_wordpiece_vocabulary(texts, vocab_size, lowercase=True,
-                               reserved_tokens=RESERVED_TOKENS):
-    """Learns a WordPiece vocabulary from an iterable of strings.
-
-    Uses `keras_hub.tokenizers.compute_word_piece_vocabulary` (tensorflow-text's
-    BERT vocabulary learner). The reserved tokens come first, `[PAD]` at id 0.
+def learn_wordpiece_vocabulary(texts, vocab_size, lowercase=True):
+    """Learns a WordPiece vocabulary from an iterable of strings
+    (`keras_synth.models.learn_wordpiece_vocabulary`: tensorflow-text's BERT
+    vocabulary learner, `RESERVED_TOKENS` first, `[PAD]` at id 0).
 
     Returns:
         The list of tokens.
     """
-    import tensorflow as tf
-    import keras_hub
+    from keras_synth.models import learn_wordpiece_vocabulary as learn
 
-    dataset = tf.data.Dataset.from_tensor_slices(list(texts)).batch(1000)
-    vocab = keras_hub.tokenizers.compute_word_piece_vocabulary(
-        dataset,
-        vocabulary_size=vocab_size,
-        lowercase=lowercase,
-        reserved_tokens=list(reserved_tokens),
-    )
-    return list(vocab)
+    return learn(texts, vocab_size, lowercase)
 
 
 def load_vocabulary(path, reserved_tokens=RESERVED_TOKENS):

@@ -31,7 +31,10 @@ class SynthesizerDecoder(keras_nlp.layers.TransformerDecoder):
     `(batch, 1, length, num_heads, head_dim)`, half the memory of the
     key/value cache `(batch, 2, length, num_heads, head_dim)` that variants
     with a dot-product part (`"vanilla"`, `"random+vanilla"`, ...) keep.
-    Build empty caches with `initial_cache(batch_size, max_length)` and
+    A pure synthesizer also accepts keras-hub's key/value layout (code
+    written for keras-hub's caches runs unchanged): its key slot is left
+    untouched and the cache keeps that layout. Build empty caches with
+    `initial_cache(batch_size, max_length)` and
     `initial_cross_attention_cache(batch_size, encoder_length)`. A decoding
     step at position `t` uses row `t` of the synthesized logits (in both
     attention layers), so step-by-step decoding reproduces the full causal
@@ -205,9 +208,10 @@ class SynthesizerDecoder(keras_nlp.layers.TransformerDecoder):
 
     def build(self, decoder_sequence_shape, encoder_sequence_shape=None):
         # keras-nlp's build with our attention layers (no `super().build()`:
-        # it would create unused `CachedMultiHeadAttention` weights).
-        self._decoder_sequence_shape = decoder_sequence_shape
-        self._encoder_sequence_shape = encoder_sequence_shape
+        # it would create unused `CachedMultiHeadAttention` weights). The
+        # build shapes go into our own config (see `get_config`), not into
+        # keras-nlp's private attributes.
+        self._build_shapes = (decoder_sequence_shape, encoder_sequence_shape)
         hidden_dim = decoder_sequence_shape[-1]
         head_dim = int(hidden_dim // self.num_heads)
         if head_dim == 0:
@@ -394,6 +398,9 @@ class SynthesizerDecoder(keras_nlp.layers.TransformerDecoder):
             padding_is_key_mask=not has_self_cache,
         )
 
+        self_attention_cache, self_key_slot = _values_only(
+            self._self_attention_layer, self_attention_cache
+        )
         x = decoder_sequence
         residual = x
         if self.normalize_first:
@@ -432,6 +439,9 @@ class SynthesizerDecoder(keras_nlp.layers.TransformerDecoder):
                 padding_arg="encoder_padding_mask",
                 attention_arg="encoder_attention_mask",
             )
+            cross_attention_cache, cross_key_slot = _values_only(
+                self._cross_attention_layer, cross_attention_cache
+            )
             residual = x
             if self.normalize_first:
                 x = self._cross_attention_layer_norm(x)
@@ -467,7 +477,13 @@ class SynthesizerDecoder(keras_nlp.layers.TransformerDecoder):
             x = self._feedforward_layer_norm(x)
 
         if has_self_cache:
+            self_attention_cache = _with_key_slot(
+                self_attention_cache, self_key_slot
+            )
             if has_cross_attention:
+                cross_attention_cache = _with_key_slot(
+                    cross_attention_cache, cross_key_slot
+                )
                 return x, self_attention_cache, cross_attention_cache
             return x, self_attention_cache
         return x
@@ -490,4 +506,25 @@ class SynthesizerDecoder(keras_nlp.layers.TransformerDecoder):
                 ),
             }
         )
+        # A config carries the build shapes (popped again by `__init__`), so
+        # that a restored block is built and its weights load.
+        shapes = getattr(self, "_build_shapes", (None, None))
+        config["decoder_sequence_shape"] = shapes[0]
+        config["encoder_sequence_shape"] = shapes[1]
         return config
+
+
+def _values_only(attention, cache):
+    """keras-hub's `(batch, 2, length, heads, head_dim)` cache layout for an
+    attention without keys: returns the value slot and the key slot (left
+    untouched, put back by `_with_key_slot`). Other caches pass as they are.
+    """
+    if cache is None or attention.uses_keys or cache.shape[1] != 2:
+        return cache, None
+    return cache[:, 1:], cache[:, :1]
+
+
+def _with_key_slot(cache, key_slot):
+    if key_slot is None:
+        return cache
+    return ops.concatenate([key_slot, cache], axis=1)

@@ -1,6 +1,7 @@
 """Synthesizer backbones, tasks, preprocessors and tokenizers in keras-hub's
 model API (`pip install "keras-synth[nlp]"`)."""
 
+from keras_synth.models.generation_export import export_generator
 from keras_synth.models.synthesizer_backbone import SynthesizerBackbone
 from keras_synth.models.synthesizer_text_classifier import (
     SynthesizerTextClassifier,
@@ -47,6 +48,7 @@ __all__ = [
     "SynthesizerTextClassifier",
     "SynthesizerTextClassifierPreprocessor",
     "SynthesizerTokenizer",
+    "export_generator",
     "export_text_classifier",
     "learn_wordpiece_vocabulary",
 ]

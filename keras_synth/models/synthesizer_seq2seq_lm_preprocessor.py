@@ -50,3 +50,14 @@ class SynthesizerSeq2SeqLMPreprocessor(keras_nlp.models.Seq2SeqLMPreprocessor):
 
     backbone_cls = SynthesizerSeq2SeqBackbone
     tokenizer_cls = SynthesizerCharTokenizer
+
+    def get_config(self):
+        # keras-hub's base class leaves the lengths out of its config.
+        config = super().get_config()
+        config.update(
+            {
+                "encoder_sequence_length": self.encoder_sequence_length,
+                "decoder_sequence_length": self.decoder_sequence_length,
+            }
+        )
+        return config

@@ -34,12 +34,17 @@ def get(identifier):
         "keras_synth>LengthPenaltyBeamSampler",
     ):
         return LengthPenaltyBeamSampler(**identifier.get("config", {}))
+    error = None
     try:
-        return keras_nlp.samplers.get(identifier)
-    except (KeyError, ValueError) as error:
+        sampler = keras_nlp.samplers.get(identifier)
+    except (KeyError, ValueError, TypeError) as caught:
+        sampler, error = None, caught
+    # keras-hub returns an unknown name as it is (a str is callable).
+    if identifier is not None and (sampler is None or isinstance(sampler, str)):
         raise ValueError(
             "Argument `sampler` must be a sampler instance or one of the names "
             "'greedy', 'top_k', 'top_p', 'beam', 'random', 'contrastive', "
-            f"'length_penalty_beam'. Received: sampler={identifier!r} "
-            f"({error})"
+            f"'length_penalty_beam'. Received: sampler={identifier!r}"
+            + (f" ({error})" if error else "")
         ) from None
+    return sampler

@@ -1,4 +1,5 @@
-"""SavedModel export (raw strings in, predictions out) and attention plots."""
+"""SavedModel export (raw strings in, predictions out), the preset and
+attention plots."""
 
 import os
 
@@ -8,8 +9,7 @@ from recipes import common
 
 common.require_tensorflow_backend()
 
-import keras  # noqa: E402
-import tensorflow as tf  # noqa: E402
+from keras_synth.models import export_text_classifier  # noqa: E402
 
 
 def input_names(task):
@@ -18,44 +18,29 @@ def input_names(task):
 
 
 def export_saved_model(path, model, preprocessor, task):
-    """Writes a SavedModel whose `serving_default` takes raw strings.
+    """Writes a SavedModel whose `serving_default` takes raw strings
+    (`keras_synth.models.export_text_classifier`).
 
     Inputs: `sentence` (single-sentence tasks) or `sentence1` and
     `sentence2`, string tensors of shape `(batch,)`. Outputs:
     `probabilities (batch, classes)`, `label (batch,)` (class index) and
     `label_name` (GLUE's label string), or `score (batch,)` for STS-B.
-    Tokenization and packing are inside the graph.
+    Tokenization and packing are inside the graph. `model` gets
+    `preprocessor` attached (it then takes raw strings).
     """
-    labels = tf.constant(list(task.labels or ()), dtype=tf.string)
-
-    def serve(*texts):
-        inputs = preprocessor(tuple(texts))
-        outputs = model(inputs, training=False)
-        if task.is_regression:
-            return {"score": tf.reshape(outputs, [-1])}
-        probabilities = tf.nn.softmax(tf.cast(outputs, tf.float32), axis=-1)
-        label = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
-        return {
-            "probabilities": probabilities,
-            "label": label,
-            "label_name": tf.gather(labels, label),
-        }
-
-    archive = keras.export.ExportArchive()
-    archive.track(model)
-    archive.track(preprocessor.tokenizer)
-    archive.add_endpoint(
-        "serve",
-        serve,
-        input_signature=[
-            tf.TensorSpec([None], tf.string, name=name)
-            for name in input_names(task)
-        ],
-    )
+    model.preprocessor = preprocessor
     # Written to a temporary folder, then renamed: a kill while exporting
     # never leaves a half-written SavedModel at `path`.
-    common.atomic_write(
-        path, lambda tmp: archive.write_out(tmp, verbose=False))
+    common.atomic_write(path, lambda tmp: export_text_classifier(
+        model, tmp, label_names=task.labels, input_names=input_names(task)))
+    return path
+
+
+def save_preset(path, model, preprocessor):
+    """Saves `model` with `preprocessor` as a keras-hub preset directory
+    (`SynthesizerTextClassifier.from_preset(path)` takes raw strings)."""
+    model.preprocessor = preprocessor
+    common.atomic_write(path, model.save_to_preset)
     return path
 
 

@@ -1,4 +1,5 @@
-"""The GLUE model and its tf.data preprocessing (TensorFlow backend)."""
+"""The GLUE model (a `keras_synth.models.SynthesizerTextClassifier`) and its
+tf.data pipeline (TensorFlow backend)."""
 
 import numpy as np
 
@@ -7,63 +8,37 @@ from recipes import common
 common.require_tensorflow_backend()
 
 import keras  # noqa: E402
-import keras_hub  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from keras_synth.layers import SynthesizerEncoder  # noqa: E402
+from keras_synth.models import SynthesizerBackbone  # noqa: E402
+from keras_synth.models import SynthesizerTextClassifier  # noqa: E402
+from keras_synth.models import (  # noqa: E402
+    SynthesizerTextClassifierPreprocessor,
+)
+from keras_synth.models import SynthesizerTokenizer  # noqa: E402
 
 
-POOLINGS = ("mean", "cls")
+def make_preprocessor(vocab, sequence_length, lowercase=True):
+    """The classifier's preprocessor: WordPiece over `vocab`, one or two
+    segments packed `[CLS] a [SEP] (b [SEP])` to `sequence_length`
+    (round-robin truncation), with segment ids and a padding mask."""
+    return SynthesizerTextClassifierPreprocessor(
+        SynthesizerTokenizer(vocabulary=list(vocab), lowercase=lowercase),
+        sequence_length=sequence_length,
+    )
 
 
-class GluePreprocessor:
-    """Raw strings to model inputs, inside tf.data and the SavedModel.
+def pack(preprocessor, texts):
+    """`texts`: a tuple of one or two string tensors `(B,)`; returns the
+    model's int32 inputs. (int32, not bool: Keras' distributed symbolic
+    build averages a batch over replicas, which bool tensors can't.)"""
+    inputs = preprocessor(x=tuple(texts))
+    return {key: tf.cast(value, "int32") for key, value in inputs.items()}
 
-    WordPiece-tokenizes each segment and packs one or two segments as
-    `[CLS] a [SEP]` or `[CLS] a [SEP] b [SEP]` (round-robin truncation to
-    `sequence_length`), with segment ids and a padding mask.
 
-    Args:
-        vocab: the WordPiece vocabulary (list of tokens, `[PAD]` first).
-        num_segments: 1 or 2.
-        sequence_length: packed length.
-        lowercase: whether the tokenizer lowercases.
-    """
-
-    def __init__(self, vocab, num_segments, sequence_length, lowercase=True):
-        self.vocab = list(vocab)
-        self.num_segments = num_segments
-        self.sequence_length = sequence_length
-        self.tokenizer = common.wordpiece_tokenizer(vocab, lowercase)
-        self.packer = keras_hub.layers.MultiSegmentPacker(
-            sequence_length=sequence_length,
-            start_value=self.vocab.index(common.CLS),
-            end_value=self.vocab.index(common.SEP),
-            pad_value=0,
-            truncate="round_robin",
-        )
-
-    def __call__(self, texts):
-        """`texts`: a tuple of `num_segments` string tensors of shape (B,)."""
-        if len(texts) != self.num_segments:
-            raise ValueError(
-                f"Expected {self.num_segments} text segment(s), received "
-                f"{len(texts)}."
-            )
-        segments = tuple(self.tokenizer(t) for t in texts)
-        token_ids, segment_ids = self.packer(segments)
-        token_ids = tf.cast(token_ids, "int32")
-        return {
-            "token_ids": token_ids,
-            "segment_ids": tf.cast(segment_ids, "int32"),
-            # int32, not bool: Keras' distributed symbolic build averages
-            # a batch over replicas, which bool tensors can't.
-            "padding_mask": tf.cast(tf.not_equal(token_ids, 0), "int32"),
-        }
-
-    def tokens(self, token_ids):
-        """Token strings of one example's ids (for plots)."""
-        return [self.vocab[int(i)] for i in token_ids]
+def tokens(preprocessor, token_ids):
+    """Token strings of one example's ids (for plots)."""
+    return [preprocessor.tokenizer.id_to_token(int(i)) for i in token_ids]
 
 
 def trim_batch(inputs):
@@ -104,11 +79,11 @@ def make_dataset(split, preprocessor, batch_size, task, shuffle=False,
     if token_dropout and not (shuffle and epochs is not None):
         raise ValueError("`token_dropout` is for training streams (with "
                          "`shuffle` and `epochs`).")
-    special_ids = [preprocessor.vocab.index(t)
-                   for t in (common.CLS, common.SEP)]
+    tokenizer = preprocessor.tokenizer
+    special_ids = [tokenizer.start_token_id, tokenizer.end_token_id]
 
     def prepare(texts, index=None):
-        inputs = preprocessor(texts)
+        inputs = pack(preprocessor, texts)
         inputs = trim_batch(inputs) if trim else inputs
         if index is not None:
             inputs = drop_tokens(inputs, token_dropout,
@@ -156,25 +131,6 @@ def make_dataset(split, preprocessor, batch_size, task, shuffle=False,
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
-def make_encoder(hidden_dim, num_heads, intermediate_dim, dropout,
-                 synthesizer, max_length, name, **synthesizer_kwargs):
-    """One `keras_synth.layers.SynthesizerEncoder` block."""
-    if hidden_dim % num_heads:
-        raise ValueError(
-            f"Argument `--hidden_dim`={hidden_dim} must be divisible by "
-            f"`--num_heads`={num_heads}."
-        )
-    return SynthesizerEncoder(
-        intermediate_dim=intermediate_dim,
-        num_heads=num_heads,
-        dropout=dropout,
-        synthesizer=synthesizer,
-        max_length=max_length,
-        name=name,
-        **synthesizer_kwargs,
-    )
-
-
 def build_model(
     vocab_size,
     num_classes,
@@ -191,12 +147,11 @@ def build_model(
 ):
     """Builds the classifier (or regressor) and an attention probe.
 
-    Embedding (tokens + positions, + segments for pairs), `num_layers`
-    `SynthesizerEncoder` blocks, pooling (`"mean"` over non-padding tokens
-    or the `"cls"` token), dropout and a dense head (float32 logits).
-
-    Inputs are int32 `(B, L)` with `L <= sequence_length`: token ids,
-    segment ids and a padding mask (1 for tokens, 0 for padding).
+    A `SynthesizerTextClassifier` on a `SynthesizerBackbone` (tokens +
+    positions, + segments for pairs; `num_layers` `SynthesizerEncoder`
+    blocks; `"mean"` or `"cls"` pooling), without a preprocessor: it takes
+    the packed int32 inputs of `make_dataset` (`L <= sequence_length`).
+    Attach the preprocessor for raw strings (`export.export_saved_model`).
 
     Returns:
         `(model, probe)`: `model` maps `{"token_ids", "segment_ids",
@@ -204,62 +159,37 @@ def build_model(
         of the same inputs (same weights), returns the list of attention
         scores `(B, H, L, L)` (NumPy) of each block.
     """
-    if pooling not in POOLINGS:
+    if hidden_dim % num_heads:
+        raise ValueError(
+            f"Argument `--hidden_dim`={hidden_dim} must be divisible by "
+            f"`--num_heads`={num_heads}."
+        )
+    if pooling not in ("mean", "cls"):
         raise ValueError(
             f"Unknown pooling {pooling!r} (argument `--pooling`). Expected "
-            f"one of {POOLINGS}."
+            "one of ('mean', 'cls')."
         )
-    intermediate_dim = intermediate_dim or 4 * hidden_dim
-    # Any length up to `sequence_length` (batches may be trimmed).
-    token_ids = keras.Input((None,), dtype="int32", name="token_ids")
-    segment_ids = keras.Input((None,), dtype="int32", name="segment_ids")
-    padding_mask = keras.Input((None,), dtype="int32", name="padding_mask")
-    inputs = {"token_ids": token_ids, "segment_ids": segment_ids,
-              "padding_mask": padding_mask}
-    x = keras_hub.layers.TokenAndPositionEmbedding(
+    backbone = SynthesizerBackbone(
         vocabulary_size=vocab_size,
-        sequence_length=sequence_length,
-        embedding_dim=hidden_dim,
-        name="embedding",
-    )(token_ids)
-    if num_segments > 1:
-        x = x + keras.layers.Embedding(
-            num_segments, hidden_dim, name="segment_embedding"
-        )(segment_ids)
-    x = keras.layers.LayerNormalization(epsilon=1e-5,
-                                        name="embedding_norm")(x)
-    embedded = keras.layers.Dropout(dropout, name="embedding_dropout")(x)
-    encoders = [
-        make_encoder(hidden_dim, num_heads, intermediate_dim, dropout,
-                     synthesizer, sequence_length, f"encoder_{i}",
-                     **synthesizer_kwargs)
-        for i in range(num_layers)
-    ]
-    x = embedded
-    for encoder in encoders:
-        x = encoder(x, padding_mask=padding_mask)
-    if pooling == "mean":
-        pooled = keras.layers.GlobalAveragePooling1D(name="pooling")(
-            x, mask=padding_mask
-        )
-    else:
-        pooled = x[:, 0, :]
-    pooled = keras.layers.Dropout(dropout, name="head_dropout")(pooled)
-    logits = keras.layers.Dense(num_classes, dtype="float32",
-                                name="logits")(pooled)
-    model = keras.Model(inputs, logits, name="glue_synthesizer")
-
-    embedder = keras.Model(inputs, embedded, name="embedder")
+        num_layers=num_layers,
+        num_heads=num_heads,
+        hidden_dim=hidden_dim,
+        intermediate_dim=intermediate_dim or 4 * hidden_dim,
+        synthesizer=synthesizer,
+        max_sequence_length=sequence_length,
+        num_segments=num_segments,
+        pooling=pooling,
+        dropout=dropout,
+        **synthesizer_kwargs,
+    )
+    model = SynthesizerTextClassifier(backbone, num_classes=num_classes,
+                                      dropout=dropout,
+                                      name="glue_synthesizer")
 
     def probe(inputs):
         """Attention scores `(B, H, L, L)` of each block, eagerly."""
-        x = embedder(inputs, training=False)
-        scores = []
-        for encoder in encoders:
-            x, score = encoder(x, padding_mask=inputs["padding_mask"],
-                               return_attention_scores=True, training=False)
-            scores.append(keras.ops.convert_to_numpy(score))
-        return scores
+        return [keras.ops.convert_to_numpy(s)
+                for s in backbone.attention_scores(inputs)]
 
     return model, probe
 
@@ -278,8 +208,8 @@ def compile_model(model, task, learning_rate, total_steps,
     )
     optimizer.exclude_from_weight_decay(var_names=["bias", "gamma", "beta"])
     if task.is_regression:
-        loss = keras.losses.MeanSquaredError()
         metrics = [keras.metrics.MeanAbsoluteError(name="mae")]
+        loss = keras.losses.MeanSquaredError()
     else:
         loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
         metrics = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]

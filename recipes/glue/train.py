@@ -169,9 +169,8 @@ def run(args, log=print):
     log(f"Strategy: {type(strategy).__name__} with "
         f"{strategy.num_replicas_in_sync} replica(s); dtype policy {policy}.")
 
-    preprocessor = model_lib.GluePreprocessor(
-        vocab, task.num_segments, args.max_length, args.lowercase
-    )
+    preprocessor = model_lib.make_preprocessor(vocab, args.max_length,
+                                               args.lowercase)
     trim = not (args.pad_to_max_length or args.strategy == "tpu")
     train_ds = model_lib.make_dataset(
         train, preprocessor, args.batch_size, task, shuffle=True,
@@ -211,7 +210,8 @@ def run(args, log=print):
         )
         initial_epoch = run_dir.restore(model)
     parameters = common.count_params(model)
-    log(f"Model: {args.num_layers} x SynthesizerEncoder("
+    log(f"Model: SynthesizerTextClassifier, {args.num_layers} x "
+        "SynthesizerEncoder("
         f"{args.synthesizer!r}), width {args.hidden_dim}, {args.num_heads} "
         f"heads, max_length {args.max_length}: {parameters:,} trainable "
         "parameters.")
@@ -269,11 +269,12 @@ def run(args, log=print):
     # Attention maps of the first evaluation example.
     first_split = next(iter(evals))
     example = evals[first_split]
-    example_inputs = preprocessor(tuple(
+    example_inputs = model_lib.pack(preprocessor, tuple(
         [example.texts[0][i]] for i in range(task.num_segments)))
     scores = [s[0] for s in probe(example_inputs)]
     n = int(example_inputs["padding_mask"].numpy()[0].sum())
-    tokens = preprocessor.tokens(example_inputs["token_ids"].numpy()[0][:n])
+    tokens = model_lib.tokens(preprocessor,
+                              example_inputs["token_ids"].numpy()[0][:n])
     plot_path = None
     if run_dir.is_chief:
         plot_path = export_lib.plot_attention(
@@ -288,6 +289,11 @@ def run(args, log=print):
             run_dir.path("export"), model, preprocessor, task
         )
         log(f"Exported a SavedModel (raw strings in) to {export_path}")
+    preset_path = None
+    if run_dir.is_chief:
+        preset_path = export_lib.save_preset(run_dir.path("preset"), model,
+                                             preprocessor)
+        log(f"Saved a keras-hub preset to {preset_path}")
 
     history = run_dir.history()
     results = {
@@ -312,6 +318,7 @@ def run(args, log=print):
         "submissions": submissions,
         "attention_png": plot_path,
         "export": export_path,
+        "preset": preset_path,
         "args": config,
         "environment": common.environment(),
     }

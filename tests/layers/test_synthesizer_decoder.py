@@ -381,3 +381,99 @@ def test_saved_model_export(tmp_path):
         reloaded.serve([tf.constant(x), tf.constant(enc)]).numpy(),
         _np(model([x, enc])), **TOL,
     )
+
+
+# ------------------------------------------ keras-hub's cache layout
+
+
+@pytest.mark.parametrize("variant", ["random", "dense", "factorized_random"])
+@pytest.mark.parametrize("cross", [None, "random"], ids=["lm", "seq2seq"])
+def test_pure_synthesizer_accepts_keras_hub_cache_layout(variant, cross):
+    layer = _decoder(variant, cross=cross)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((B, T, D)).astype("float32")
+    enc = rng.standard_normal((B, S, D)).astype("float32") if cross else None
+    compact = layer.initial_cache(B, T)
+    assert tuple(compact.shape) == (B, 1, T, HEADS, K)  # still the default
+    # keras-hub's layout, with a key slot holding garbage it must not touch.
+    keys = rng.standard_normal((B, 1, T, HEADS, K)).astype("float32")
+    hub = ops.concatenate([ops.convert_to_tensor(keys), compact], axis=1)
+    if cross:
+        cross_compact = layer.initial_cross_attention_cache(B, S)
+        cross_keys = rng.standard_normal((B, 1, S, HEADS, K)).astype("float32")
+        cross_hub = ops.concatenate(
+            [ops.convert_to_tensor(cross_keys), cross_compact], axis=1)
+    full = _np(layer(x, enc) if cross else layer(x))
+    caches = {"compact": (compact, cross_compact if cross else None),
+              "hub": (hub, cross_hub if cross else None)}
+    steps = {}
+    for name, (self_cache, cross_cache) in caches.items():
+        outputs = []
+        for t in range(T):
+            kwargs = dict(self_attention_cache=self_cache,
+                          self_attention_cache_update_index=t)
+            if cross:
+                kwargs.update(cross_attention_cache=cross_cache,
+                              cross_attention_cache_update_index=(
+                                  0 if t == 0 else None))
+                y, self_cache, cross_cache = layer(x[:, t:t + 1], enc,
+                                                   **kwargs)
+            else:
+                y, self_cache = layer(x[:, t:t + 1], **kwargs)
+            outputs.append(_np(y))
+        steps[name] = (np.concatenate(outputs, axis=1), self_cache,
+                       cross_cache)
+    np.testing.assert_allclose(steps["hub"][0], full, **TOL)
+    np.testing.assert_allclose(steps["hub"][0], steps["compact"][0], **TOL)
+    hub_cache, compact_cache = steps["hub"][1], steps["compact"][1]
+    assert tuple(hub_cache.shape) == (B, 2, T, HEADS, K)  # layout kept
+    np.testing.assert_array_equal(_np(hub_cache)[:, :1], keys)  # untouched
+    np.testing.assert_allclose(_np(hub_cache)[:, 1:], _np(compact_cache),
+                               **TOL)
+    if cross:
+        np.testing.assert_array_equal(_np(steps["hub"][2])[:, :1],
+                                      cross_keys)
+
+
+def test_dot_product_variant_keeps_its_key_value_cache():
+    layer = _decoder("random+vanilla")
+    cache = layer.initial_cache(B, T)
+    assert tuple(cache.shape) == (B, 2, T, HEADS, K)
+    with pytest.raises(ValueError, match="cache"):
+        layer(np.zeros((B, 1, D), "float32"),
+              self_attention_cache=cache[:, 1:],
+              self_attention_cache_update_index=0)
+
+
+# ------------------------------------------ keras-hub's config contract
+
+
+@pytest.mark.parametrize("cross", [None, "random"], ids=["lm", "seq2seq"])
+def test_config_carries_build_shapes_without_keras_hub_privates(cross):
+    # The block writes the build shapes into its config itself (keras-hub's
+    # `TransformerDecoder` keeps them in private attributes a release may
+    # rename); a block restored from its config is built and loads weights.
+    layer = _decoder("random", cross=cross)
+    config = layer.get_config()
+    assert tuple(config["decoder_sequence_shape"]) == (B, T, D)
+    assert (config["encoder_sequence_shape"] is None) == (cross is None)
+    restored = SynthesizerDecoder.from_config(config)
+    assert restored.built
+    restored.set_weights(layer.get_weights())
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((B, T, D)).astype("float32")
+    args = (x, rng.standard_normal((B, S, D)).astype("float32")) if cross \
+        else (x,)
+    np.testing.assert_allclose(_np(restored(*args)), _np(layer(*args)), **TOL)
+
+
+def test_keras_hub_decoder_config_has_the_keys_we_write():
+    # Our configs stay in keras-hub's format: its decoder writes and reads
+    # the same two keys (a release that renames them fails here).
+    theirs = keras_nlp.layers.TransformerDecoder(intermediate_dim=FFN,
+                                                 num_heads=HEADS)
+    theirs.build((B, T, D), (B, S, D))
+    config = theirs.get_config()
+    assert tuple(config["decoder_sequence_shape"]) == (B, T, D)
+    assert tuple(config["encoder_sequence_shape"]) == (B, S, D)
+    assert keras_nlp.layers.TransformerDecoder.from_config(config).built

@@ -43,7 +43,7 @@ SCRIPT = textwrap.dedent(
     texts = data.column(0)[:16]
     labels = np.asarray(data.labels[:16], dtype="int32")
     vocab = common.learn_wordpiece_vocabulary(data.column(0)[:500], 200)
-    pre = model_lib.GluePreprocessor(vocab, 1, 24)
+    pre = model_lib.make_preprocessor(vocab, 24)
 
     def first_step(strategy, weights=None):
         keras.utils.set_random_seed(0)
@@ -61,7 +61,8 @@ SCRIPT = textwrap.dedent(
                 loss=keras.losses.SparseCategoricalCrossentropy(
                     from_logits=True))
         dataset = tf.data.Dataset.from_tensor_slices(
-            (texts, labels)).batch(16).map(lambda x, y: (pre((x,)), y))
+            (texts, labels)).batch(16).map(
+                lambda x, y: (model_lib.pack(pre, (x,)), y))
         initial = [w.copy() for w in model.get_weights()]
         loss = model.fit(dataset, epochs=1, verbose=0,
                          shuffle=False).history["loss"][0]

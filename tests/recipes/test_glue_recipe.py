@@ -38,8 +38,9 @@ def run(argv):
 
 
 def test_preprocessor_packs_one_and_two_segments():
-    pre = model_lib.GluePreprocessor(VOCAB, 2, sequence_length=10)
-    out = pre((tf.constant(["the cat sat"]), tf.constant(["a dogs"])))
+    pre = model_lib.make_preprocessor(VOCAB, sequence_length=10)
+    out = model_lib.pack(pre, (tf.constant(["the cat sat"]),
+                               tf.constant(["a dogs"])))
     ids = VOCAB.index
     assert out["token_ids"].numpy().tolist() == [[
         ids("[CLS]"), ids("the"), ids("cat"), ids("sat"), ids("[SEP]"),
@@ -47,8 +48,8 @@ def test_preprocessor_packs_one_and_two_segments():
     assert out["segment_ids"].numpy().tolist() == [
         [0, 0, 0, 0, 0, 1, 1, 1, 1, 0]]
     assert out["padding_mask"].numpy().tolist() == [[1] * 9 + [0]]
-    pre = model_lib.GluePreprocessor(VOCAB, 1, sequence_length=5)
-    out = pre((tf.constant(["the cat sat on the mat"]),))
+    pre = model_lib.make_preprocessor(VOCAB, sequence_length=5)
+    out = model_lib.pack(pre, (tf.constant(["the cat sat on the mat"]),))
     assert out["token_ids"].numpy().tolist() == [[
         ids("[CLS]"), ids("the"), ids("cat"), ids("sat"), ids("[SEP]")]]
 
@@ -62,13 +63,13 @@ def test_build_model(synthesizer, task_name):
         vocab_size=len(VOCAB), num_classes=task.num_classes,
         num_segments=task.num_segments, sequence_length=12,
         synthesizer=synthesizer, hidden_dim=8, num_layers=2, num_heads=2)
-    pre = model_lib.GluePreprocessor(VOCAB, task.num_segments, 12)
-    inputs = pre(tuple(tf.constant(["the cat sat", "a dog"])
-                       for _ in range(task.num_segments)))
+    pre = model_lib.make_preprocessor(VOCAB, 12)
+    inputs = model_lib.pack(pre, tuple(tf.constant(["the cat sat", "a dog"])
+                                       for _ in range(task.num_segments)))
     logits = model(inputs)
     assert tuple(logits.shape) == (2, task.num_classes)
     for i in range(2):
-        block = model.get_layer(f"encoder_{i}")
+        block = model.backbone.get_layer(f"encoder_{i}")
         assert isinstance(block, SynthesizerEncoder)
         attention = block.self_attention
         assert isinstance(attention, SynthesizerAttention)
@@ -123,11 +124,20 @@ def _reload_and_compare(run_dir, task, argv_model, texts):
                                          "state.json"))["epoch"]
     model.load_weights(os.path.join(
         run_dir, "checkpoints", f"epoch-{last:03d}.weights.h5"))
-    pre = model_lib.GluePreprocessor(vocab, task.num_segments,
-                                     args.max_length)
+    pre = model_lib.make_preprocessor(vocab, args.max_length)
     columns = tuple(tf.constant([t[i] for t in texts])
                     for i in range(task.num_segments))
-    expected = keras.ops.convert_to_numpy(model(pre(columns)))
+    expected = keras.ops.convert_to_numpy(model(model_lib.pack(pre,
+                                                               columns)))
+
+    # The run's preset takes raw strings and gives the same outputs.
+    from keras_synth.models import SynthesizerTextClassifier
+
+    restored = SynthesizerTextClassifier.from_preset(
+        os.path.join(run_dir, "preset"))
+    np.testing.assert_allclose(
+        restored.predict(columns if task.num_segments == 2 else columns[0],
+                         verbose=0), expected, rtol=1e-5, atol=1e-5)
 
     loaded = tf.saved_model.load(os.path.join(run_dir, "export"))
     serve = loaded.signatures["serving_default"]
@@ -275,9 +285,9 @@ def test_mixed_precision_and_jit_compile_train(precision, jit_compile):
             num_layers=1, num_heads=2)
         model_lib.compile_model(model, task, 1e-2, total_steps=4,
                                 jit_compile=jit_compile)
-        pre = model_lib.GluePreprocessor(VOCAB, 1, 12)
-        inputs = pre((tf.constant(["the cat sat", "a dog", "the mat",
-                                   "a cat"]),))
+        pre = model_lib.make_preprocessor(VOCAB, 12)
+        inputs = model_lib.pack(pre, (tf.constant(["the cat sat", "a dog",
+                                                   "the mat", "a cat"]),))
         labels = np.array([1, 0, 1, 0], dtype="int32")
         history = model.fit(inputs, labels, batch_size=4, epochs=2,
                             verbose=0)
@@ -293,7 +303,7 @@ def test_mixed_precision_and_jit_compile_train(precision, jit_compile):
     else:
         assert not isinstance(model.optimizer,
                               keras.optimizers.LossScaleOptimizer)
-    encoder = model.get_layer("encoder_0")
+    encoder = model.backbone.get_layer("encoder_0")
     expected = "float32" if precision == "float32" else precision
     assert encoder.compute_dtype == expected
 
@@ -314,9 +324,10 @@ def test_ema_weights_are_evaluated_and_restored(tmp_path):
                                 ema_momentum=momentum)
         return model
 
-    pre = model_lib.GluePreprocessor(VOCAB, 1, 12)
-    inputs = pre((tf.constant(["the cat sat", "a dog", "the mat",
-                               "a cat", "dogs sat .", "the cat"]),))
+    pre = model_lib.make_preprocessor(VOCAB, 12)
+    inputs = model_lib.pack(pre, (tf.constant(["the cat sat", "a dog",
+                                               "the mat", "a cat",
+                                               "dogs sat .", "the cat"]),))
     labels = np.array([1, 0, 1, 0, 0, 1], dtype="int32")
 
     raw, average = [], None
@@ -361,7 +372,7 @@ def test_token_dropout_is_seeded_and_spares_special_tokens():
              "a cat sat on a dog .", "the mat", "cat"]
     split = tsv.Split(texts=[(w,) for w in words * 4],
                       labels=[i % 2 for i in range(24)], ids=None)
-    pre = model_lib.GluePreprocessor(VOCAB, 1, 12)
+    pre = model_lib.make_preprocessor(VOCAB, 12)
 
     def batches(initial_epoch, token_dropout):
         dataset = model_lib.make_dataset(
