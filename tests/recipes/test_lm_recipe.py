@@ -209,8 +209,8 @@ def test_end_to_end_interrupt_resume_evaluate_export(tmp_path, monkeypatch):
     # The SavedModel: prompts in, text out.
     reloaded = tf.saved_model.load(str(model_dir / "export"))
     outputs = reloaded.signatures["generate"](
-        prompts=tf.constant(["ROMEO:", "JULIET:"]))
-    texts = [t.decode("utf-8") for t in outputs["text"].numpy()]
+        prompt=tf.constant(["ROMEO:", "JULIET:"]))
+    texts = [t.decode("utf-8") for t in outputs["generated"].numpy()]
     assert texts[0].startswith("ROMEO:") and texts[1].startswith("JULIET:")
     assert all(len(t) > len("JULIET:") for t in texts)
 
