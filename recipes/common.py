@@ -128,6 +128,14 @@ def add_common_flags(parser, default_batch_size=32, default_epochs=3,
     return group
 
 
+def add_time_budget_flag(group):
+    """Adds `--time_budget_minutes` (see `make_time_budget_callback`)."""
+    group.add_argument("--time_budget_minutes", type=float, default=None,
+                       help="Stop training after this many minutes (the "
+                       "epoch in progress ends early and is saved), e.g. "
+                       "to compare variants at the same budget.")
+
+
 def positive(name, value):
     """Raises a ValueError unless `value` is a positive number."""
     if value is None or value <= 0:
@@ -711,6 +719,28 @@ def make_steps_timer():
     return StepsTimer()
 
 
+def make_time_budget_callback(minutes):
+    """A callback that stops training after `minutes` (the epoch in
+    progress ends early and is saved); `.stopped` tells whether it did."""
+    import keras
+
+    class TimeBudget(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.start = None
+            self.stopped = False
+
+        def on_train_begin(self, logs=None):
+            self.start = time.time()
+
+        def on_train_batch_end(self, batch, logs=None):
+            if time.time() - self.start > 60.0 * minutes:
+                self.model.stop_training = True
+                self.stopped = True
+
+    return TimeBudget()
+
+
 def environment():
     """Versions and devices, for results.json."""
     info = {
@@ -773,11 +803,12 @@ def run_main(parser, run, prog, argv=None, input_paths=()):
 
 
 __all__ = [
-    "DataError", "RunDirectory", "add_common_flags", "atomic_write",
+    "DataError", "RunDirectory", "add_common_flags", "add_time_budget_flag", "atomic_write",
     "remove_temporary_files", "shuffled_epochs", "canonical_synthesizer",
     "check_data_file", "run_main",
     "configure_precision", "count_params", "learn_wordpiece_vocabulary",
     "learning_rate_schedule", "load_vocabulary", "make_steps_timer",
-    "prepare_vocabulary", "require_tensorflow_backend", "save_vocabulary",
+    "make_time_budget_callback", "prepare_vocabulary",
+    "require_tensorflow_backend", "save_vocabulary",
     "select_strategy", "wordpiece_tokenizer", "write_json",
 ]

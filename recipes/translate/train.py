@@ -128,10 +128,7 @@ def build_parser():
     group.add_argument("--warmup_steps", type=int, default=None,
                        help="Warmup steps (the paper: 4000). Default: "
                        "--warmup_fraction of all training steps.")
-    group.add_argument("--time_budget_minutes", type=float, default=None,
-                       help="Stop training after this many minutes (the "
-                       "epoch in progress ends early and is saved), e.g. "
-                       "to compare variants at the same budget.")
+    common.add_time_budget_flag(group)
 
     group = parser.add_argument_group("decoding and outputs")
     group.add_argument("--beam_size", type=int, default=4,
@@ -236,26 +233,6 @@ def score(hypotheses, references):
             "chrf_signature": str(chrf.get_signature())}
 
 
-def _time_budget_callback(minutes):
-    import keras
-
-    class TimeBudget(keras.callbacks.Callback):
-        def __init__(self):
-            super().__init__()
-            self.start = None
-            self.stopped = False
-
-        def on_train_begin(self, logs=None):
-            self.start = time.time()
-
-        def on_train_batch_end(self, batch, logs=None):
-            if time.time() - self.start > 60.0 * minutes:
-                self.model.stop_training = True
-                self.stopped = True
-
-    return TimeBudget()
-
-
 def run(args, log=print):
     """Runs the recipe for parsed `args`; returns the results dict."""
     wall_start = time.time()
@@ -355,7 +332,7 @@ def run(args, log=print):
     callbacks = [timer] + run_dir.callbacks(tensorboard=args.tensorboard)
     budget = None
     if args.time_budget_minutes:
-        budget = _time_budget_callback(args.time_budget_minutes)
+        budget = common.make_time_budget_callback(args.time_budget_minutes)
         callbacks.append(budget)
     train_start = time.time()
     if initial_epoch < args.epochs:

@@ -1,0 +1,315 @@
+"""`python -m recipes.lm`: train a Synthesizer language model, evaluate it
+on every token of the validation and test text, sample from prompts and
+export it.
+
+Examples:
+
+    # The built-in corpus, offline, a minute on 2 CPU cores:
+    python -m recipes.lm --dataset=builtin --synthesizer=random+vanilla
+
+    # Tiny Shakespeare (or any text files; .gz is fine), character level:
+    python -m recipes.lm --train_file=shakespeare/train.txt \\
+        --valid_file=shakespeare/valid.txt --synthesizer=dense+vanilla \\
+        --time_budget_minutes=10
+
+    # LM1B (the paper's corpus), one sentence per example, WordPiece:
+    python -m recipes.lm --dataset=lm1b --cut=sentence \\
+        --tokenizer=wordpiece --vocab_size=32000 --sequence_length=64 \\
+        --hidden_dim=512 --num_layers=6 --num_heads=8 --synthesizer=random
+"""
+
+import argparse
+import os
+import time
+
+from recipes import common
+from recipes.lm import data as data_lib
+
+PROG = "python -m recipes.lm"
+DEFAULT_PROMPTS = ("ROMEO:", "JULIET:\nO")
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Train a decoder-only Synthesizer language model "
+        "(SynthesizerCausalLM), score every token of the validation and "
+        "test text once (loss in nats/token, perplexity, bits per "
+        "character), sample from prompts and export a SavedModel.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    group = parser.add_argument_group("data")
+    group.add_argument(
+        "--dataset", default="lm1b",
+        help="A tensorflow_datasets set with a `text` feature (lm1b, "
+        "wiki40b/en, ...), or 'builtin': small synthetic plays shipped with "
+        "the recipe, for offline runs. Ignored with --train_file.")
+    group.add_argument("--tfds_data_dir", default=None)
+    for split in data_lib.SPLITS:
+        group.add_argument(f"--{split}_file", default=None,
+                           help=f"UTF-8 text file, {split} split (.gz read "
+                           "transparently).")
+    group.add_argument("--max_train_examples", type=int, default=None,
+                       help="Read only the first N lines of the training "
+                       "text (of each split of a tfds set).")
+    group.add_argument(
+        "--cut", choices=data_lib.CUTS, default="stream",
+        help="stream: the text as one token stream cut into windows of "
+        "--sequence_length; sentence: one line per example, padded.")
+    group.add_argument("--tokenizer", choices=data_lib.TOKENIZERS,
+                       default="char",
+                       help="char (vocabulary of the training text), byte "
+                       "(UTF-8 bytes) or wordpiece (learned, or "
+                       "--vocab_file).")
+    group.add_argument("--lowercase", action="store_true")
+    group.add_argument("--eval_stride", type=int, default=None,
+                       help="Score the stream with windows every N tokens, "
+                       "each token once, with more context (default: "
+                       "non-overlapping windows).")
+
+    group = parser.add_argument_group("model")
+    group.add_argument("--synthesizer", default="random+vanilla",
+                       help="Causal self-attention of every block: vanilla, "
+                       "dense, random, fixed_random, factorized_dense, "
+                       "factorized_random, or a mixture such as "
+                       "random+vanilla.")
+    group.add_argument("--sequence_length", type=int, default=128)
+    group.add_argument("--num_layers", type=int, default=4)
+    group.add_argument("--hidden_dim", type=int, default=192)
+    group.add_argument("--num_heads", type=int, default=4)
+    group.add_argument("--intermediate_dim", type=int, default=None,
+                       help="Feedforward width (default 4 x hidden_dim).")
+    group.add_argument("--dropout", type=float, default=0.1)
+    group.add_argument("--factorized_rank", type=int, default=8)
+
+    common.add_common_flags(parser, default_batch_size=32, default_epochs=10,
+                            default_learning_rate=2e-3)
+    group = parser.add_argument_group("training (language modelling)")
+    common.add_time_budget_flag(group)
+
+    group = parser.add_argument_group("generation and outputs")
+    group.add_argument("--prompts", nargs="+", default=list(DEFAULT_PROMPTS),
+                       help="Prompts to sample from after training.")
+    group.add_argument("--sampler", choices=data_lib.SAMPLERS, default="top_k",
+                       help="top_k: k=10; top_p: p=0.9.")
+    group.add_argument("--temperature", type=float, default=0.8)
+    group.add_argument("--max_new_tokens", type=int, default=100,
+                       help="Tokens generated after the longest prompt (the "
+                       "prompts are sampled as one batch, to one length; "
+                       "at most the context --sequence_length in all).")
+    group.add_argument("--eval_batch_size", type=int, default=64)
+    group.add_argument("--no_export", dest="export", action="store_false",
+                       help="Skip the SavedModel export.")
+    group.add_argument("--no_attention_plot", dest="attention_plot",
+                       action="store_false")
+    group.add_argument("--no_tensorboard", dest="tensorboard",
+                       action="store_false")
+    return parser
+
+
+# A run directory may be restarted with other generation flags, or trained
+# further (`--time_budget_minutes`).
+RUNTIME_FLAGS = common.RUNTIME_FLAGS | {
+    "prompts", "sampler", "temperature", "max_new_tokens", "eval_batch_size",
+    "time_budget_minutes", "attention_plot",
+}
+
+
+def validate_args(args):
+    """Canonicalises `args` in place; ValueError on bad values."""
+    args.synthesizer = common.canonical_synthesizer("synthesizer",
+                                                    args.synthesizer)
+    for name in ("sequence_length", "num_layers", "hidden_dim", "num_heads",
+                 "batch_size", "epochs", "learning_rate", "vocab_size",
+                 "factorized_rank", "max_new_tokens", "eval_batch_size",
+                 "temperature"):
+        common.positive(name, getattr(args, name))
+    for name in ("max_train_examples", "intermediate_dim", "eval_stride",
+                 "time_budget_minutes"):
+        if getattr(args, name) is not None:
+            common.positive(name, getattr(args, name))
+    common.check_ema_momentum(args.ema_momentum)
+    if args.hidden_dim % args.num_heads:
+        raise ValueError(
+            f"Argument `--hidden_dim`={args.hidden_dim} must be a multiple "
+            f"of `--num_heads`={args.num_heads}.")
+    if not 0.0 <= args.dropout < 1.0:
+        raise ValueError("Argument `--dropout` must be in [0, 1). "
+                         f"Received: --dropout={args.dropout}")
+    if args.eval_stride and args.eval_stride > args.sequence_length:
+        raise ValueError(
+            f"Argument `--eval_stride` must be at most --sequence_length="
+            f"{args.sequence_length}. Received: "
+            f"--eval_stride={args.eval_stride}")
+    if args.eval_stride and args.cut != "stream":
+        raise ValueError("Argument `--eval_stride` needs `--cut=stream` "
+                         "(sentences are scored one by one).")
+    if args.vocab_file and args.tokenizer != "wordpiece":
+        raise ValueError("Argument `--vocab_file` needs "
+                         "`--tokenizer=wordpiece`.")
+    if args.train_file:
+        if args.dataset == data_lib.BUILTIN:
+            raise ValueError("--dataset=builtin reads the corpus shipped "
+                             "with the recipe; don't pass --train_file.")
+        args.dataset = "files"
+    elif args.valid_file or args.test_file:
+        raise ValueError("Argument `--train_file` is required with text "
+                         "files.")
+    if args.model_dir is None:
+        args.model_dir = os.path.join(
+            "runs", "lm", f"{args.dataset.replace('/', '_')}-{args.tokenizer}"
+            f"-{args.synthesizer.replace('+', '_')}")
+
+
+def load_corpus(args):
+    """`{split: text}` as the arguments ask."""
+    if args.dataset in ("files", data_lib.BUILTIN):
+        corpus = data_lib.load_files(
+            data_lib.builtin_files() if args.dataset == data_lib.BUILTIN
+            else {s: getattr(args, f"{s}_file") for s in data_lib.SPLITS})
+        if args.max_train_examples:
+            lines = corpus["train"].splitlines(keepends=True)
+            corpus["train"] = "".join(lines[:args.max_train_examples])
+        return corpus
+    return data_lib.load_tfds(args.dataset, args.tfds_data_dir,
+                              args.max_train_examples)
+
+
+def run(args, log=print):
+    """Runs the recipe for parsed `args`; returns the results dict."""
+    wall_start = time.time()
+    common.require_tensorflow_backend()
+    validate_args(args)
+    config = dict(vars(args))
+    corpus = load_corpus(args)
+    run_dir = common.RunDirectory(args.model_dir, config,
+                                  runtime_flags=RUNTIME_FLAGS)
+    log(f"Run directory: {run_dir.root}")
+    log(f"Data ({args.dataset}): " + ", ".join(
+        f"{split} {len(text):,} characters" for split, text in corpus.items()))
+
+    import keras
+
+    from recipes.lm import evaluation
+    from recipes.lm import model as model_lib
+    from recipes.lm import tokenizers
+
+    keras.utils.set_random_seed(args.seed)
+    policy = common.configure_precision(args.mixed_precision)
+    tokenizer = tokenizers.prepare_tokenizer(run_dir, args, corpus["train"],
+                                             log)
+    stream = args.cut == "stream"
+    encoded = evaluation.encode_splits(tokenizer, corpus, args)
+    train = encoded["train"]
+    strategy = common.select_strategy(args.strategy, args.tpu)
+    log(f"Strategy: {type(strategy).__name__} with "
+        f"{strategy.num_replicas_in_sync} replica(s); dtype policy {policy}.")
+    log(f"Tokens ({args.tokenizer}, vocabulary "
+        f"{tokenizer.vocabulary_size()}): " + ", ".join(
+            f"{s} {e['tokens']:,} ({e['unknown']:,} unknown)"
+            for s, e in encoded.items()))
+    train_rows = train["stream"] if stream else train["windows"]
+    windows_per_epoch = ((len(train_rows) - 1 - (args.sequence_length - 1))
+                         // args.sequence_length if stream
+                         else len(train_rows[0]))
+    steps_per_epoch = windows_per_epoch // args.batch_size
+    if steps_per_epoch < 1:
+        raise ValueError(
+            f"Argument `--batch_size`={args.batch_size} exceeds the "
+            f"{windows_per_epoch} training windows of --sequence_length="
+            f"{args.sequence_length} tokens.")
+    total_steps = steps_per_epoch * args.epochs
+    initial = run_dir.last_epoch()
+    train_ds = model_lib.train_dataset(
+        train_rows, args.batch_size, args.seed, args.epochs, initial,
+        steps_per_epoch,
+        stream_length=args.sequence_length + 1 if stream else None)
+    valid_ds = None
+    if "valid" in encoded:
+        valid_ds = model_lib.eval_dataset(
+            *encoded["valid"]["eval"], args.eval_batch_size)
+
+    with strategy.scope():
+        lm = model_lib.build_lm(tokenizer, args, stream)
+        model_lib.compile_lm(lm, args, total_steps)
+        initial_epoch = run_dir.restore(lm)
+    parameters = common.count_params(lm)
+    log(f"Model: {args.num_layers} blocks, {args.synthesizer!r}, width "
+        f"{args.hidden_dim}, {args.num_heads} heads, context "
+        f"{args.sequence_length}: {parameters:,} trainable parameters; "
+        f"{steps_per_epoch} steps per epoch, {args.epochs} epochs.")
+    if initial_epoch:
+        log(f"Resuming after epoch {initial_epoch} from "
+            f"{run_dir.checkpoint_path(initial_epoch)}.")
+
+    timer = common.make_steps_timer()
+    callbacks = [timer] + run_dir.callbacks(tensorboard=args.tensorboard)
+    budget = None
+    if args.time_budget_minutes:
+        budget = common.make_time_budget_callback(args.time_budget_minutes)
+        callbacks.append(budget)
+    train_start = time.time()
+    if initial_epoch < args.epochs:
+        # The batches are token ids already: `fit` must not preprocess.
+        with model_lib.without_preprocessor(lm):
+                lm.fit(train_ds, epochs=args.epochs,
+                   initial_epoch=initial_epoch,
+                   steps_per_epoch=steps_per_epoch, validation_data=valid_ds,
+                   callbacks=callbacks, verbose=args.verbose,
+                   shuffle=False)
+    else:
+        common.finalize_weights(lm)
+    train_time = time.time() - train_start
+    history = run_dir.history()
+    steps_per_second = (timer.steps_per_second if timer.steps else (
+        history[-1].get("steps_per_second") if history else None))
+    tokens_per_second = (steps_per_second * args.batch_size
+                         * args.sequence_length if steps_per_second else None)
+    if tokens_per_second:
+        log(f"Training speed: {steps_per_second:.2f} steps/s, "
+            f"{tokens_per_second:,.0f} tokens/s (window positions).")
+
+    results = evaluation.evaluate_and_sample(lm, encoded, corpus, args,
+                                             run_dir, log)
+    export_path = None
+    if args.export and run_dir.is_chief:
+        from recipes.lm import export as export_lib
+
+        export_path = export_lib.export_saved_model(run_dir.path("export"),
+                                                    lm)
+        log(f"Exported a SavedModel (signature 'generate', strings in and "
+            f"out) to {export_path}")
+    results.update({
+        "dataset": args.dataset,
+        "cut": args.cut,
+        "tokenizer": args.tokenizer,
+        "synthesizer": args.synthesizer,
+        "parameters": parameters,
+        "parameters_total": int(lm.count_params()),
+        "vocabulary_size": tokenizer.vocabulary_size(),
+        "unknown_tokens": {s: e["unknown"] for s, e in encoded.items()},
+        "steps_per_second": steps_per_second,
+        "tokens_per_second": tokens_per_second,
+        "tokens_per_second_note": "steps/s x batch_size x sequence_length "
+        "(every window position is a scored label in the stream cut; "
+        "padding included in the sentence cut)",
+        "steps_per_epoch": steps_per_epoch,
+        "train_steps": total_steps,
+        "epochs": args.epochs,
+        "stopped_by_time_budget": bool(budget and budget.stopped),
+        "resumed_from_epoch": initial_epoch,
+        "train_time_s": train_time,
+        "wall_time_s": time.time() - wall_start,
+        "num_replicas": strategy.num_replicas_in_sync,
+        "history": history,
+        "export": export_path,
+        "args": config,
+        "environment": common.environment(),
+    })
+    if run_dir.is_chief:
+        path = run_dir.write_results(results)
+        log(f"Results: {path}")
+    return results
+
+
+def main(argv=None):
+    return common.run_main(build_parser(), run, PROG, argv)
