@@ -3,8 +3,8 @@
 import keras
 from keras import ops
 
-from keras_synth.layers._block_utils import keras_nlp
-from keras_synth.models import _generation_utils as utils
+from keras_synth.layers.block_utils import keras_nlp
+from keras_synth.models import generation_utils as utils
 from keras_synth.models.synthesizer_causal_lm_backbone import (
     SynthesizerCausalLMBackbone,
 )

@@ -3,8 +3,8 @@
 import keras
 
 from keras_synth.layers import SynthesizerDecoder
-from keras_synth.layers._block_utils import keras_nlp
-from keras_synth.models import _generation_utils as utils
+from keras_synth.layers.block_utils import keras_nlp
+from keras_synth.models import generation_utils as utils
 
 
 @keras.saving.register_keras_serializable(package="keras_synth")

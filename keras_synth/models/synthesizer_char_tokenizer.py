@@ -8,7 +8,7 @@ import keras
 import numpy as np
 from keras.src.saving import serialization_lib
 
-from keras_synth.layers._block_utils import keras_nlp
+from keras_synth.layers.block_utils import keras_nlp
 
 try:
     import tensorflow as tf

@@ -3,8 +3,8 @@
 import keras
 from keras import ops
 
-from keras_synth.layers._block_utils import keras_nlp
-from keras_synth.models import _generation_utils as utils
+from keras_synth.layers.block_utils import keras_nlp
+from keras_synth.models import generation_utils as utils
 from keras_synth.models.synthesizer_seq2seq_backbone import (
     SynthesizerSeq2SeqBackbone,
 )

@@ -2,7 +2,7 @@
 
 import keras
 
-from keras_synth.layers._block_utils import keras_nlp
+from keras_synth.layers.block_utils import keras_nlp
 from keras_synth.models.synthesizer_char_tokenizer import (
     SynthesizerCharTokenizer,
 )

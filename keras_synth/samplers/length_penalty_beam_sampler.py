@@ -4,7 +4,7 @@ import keras
 from keras import ops
 from keras import tree
 
-from keras_synth.layers._block_utils import keras_nlp
+from keras_synth.layers.block_utils import keras_nlp
 
 NEG_INF = -1.0e9
 

@@ -1,6 +1,6 @@
 """`get`: a sampler from a name, a config or an instance."""
 
-from keras_synth.layers._block_utils import keras_nlp
+from keras_synth.layers.block_utils import keras_nlp
 from keras_synth.samplers.length_penalty_beam_sampler import (
     LengthPenaltyBeamSampler,
 )

@@ -12,7 +12,7 @@ import keras
 from keras import ops
 
 from keras_synth import samplers
-from keras_synth.layers._block_utils import keras_nlp
+from keras_synth.layers.block_utils import keras_nlp
 
 
 def embed(token_embedding, position_embedding, token_ids, scale, start_index=0):
