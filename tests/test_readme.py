@@ -47,11 +47,16 @@ _SMALL = ["--epochs=1", "--max_train_examples=64", "--batch_size=32",
 SHORT_RUNS = {
     "recipes.glue": _SMALL,
     "recipes.translate": _SMALL + ["--beam_size=1", "--warmup_steps=1"],
+    "recipes.lm": ["--epochs=1", "--max_train_examples=200",
+                   "--batch_size=32", "--hidden_dim=16", "--num_heads=2",
+                   "--num_layers=1", "--sequence_length=32",
+                   "--max_new_tokens=8", "--no_tensorboard", "--verbose=0"],
 }
 # The module whose `build_parser()` parses a recipe's command line.
 PARSERS = {
     "recipes.glue": "recipes.glue.train",
     "recipes.translate": "recipes.translate.train",
+    "recipes.lm": "recipes.lm.train",
     "recipes.benchmark": "recipes.benchmark",
 }
 
@@ -119,8 +124,7 @@ RECIPE_COMMANDS = [
 def test_the_documents_have_blocks_of_each_kind():
     # Guards the parser above: an empty list would make every test vacuous.
     assert len(PYTHON) >= 5 and len(RECIPE_COMMANDS) >= 8
-    assert {b.needs.split()[2] for b in PYTHON if b.needs} == {
-        "recipes.glue", "recipes.translate"}
+    assert {b.needs.split()[2] for b in PYTHON if b.needs} == set(SHORT_RUNS)
 
 
 @pytest.fixture(scope="session")

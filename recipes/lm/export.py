@@ -1,6 +1,7 @@
 """The serving SavedModel: prompts in, generated text out."""
 
 from recipes import common
+from recipes import serving
 
 common.require_tensorflow_backend()
 
@@ -25,8 +26,23 @@ def export_saved_model(path, lm):
     Written at a temporary name, then renamed: a kill while exporting never
     leaves a half-written SavedModel at `path`.
     """
-    common.atomic_write(path, lambda tmp: export_generator(lm, tmp))
+    def write(tmp):
+        export_generator(lm, tmp)
+        serving.write_readme(tmp, export_usage("path/to/export"))
+
+    common.atomic_write(path, write)
     return path
 
 
-__all__ = ["SIGNATURE", "export_saved_model"]
+def export_usage(path):
+    """How to load and call the export at `path` (see `serving.usage`);
+    also written as `<path>/assets/README.md`."""
+    return serving.usage(
+        path, SIGNATURE,
+        {"prompt": "string tensor `(batch,)`, raw text (tokenized inside)"},
+        {"generated": "string `(batch,)`: each prompt followed by the "
+         "generated text"},
+        'prompt=tf.constant(["ROMEO:"])')
+
+
+__all__ = ["SIGNATURE", "export_saved_model", "export_usage"]

@@ -18,10 +18,10 @@ Examples:
         --hidden_dim=512 --num_layers=6 --num_heads=8 --synthesizer=random
 """
 
-import argparse
 import os
 import time
 
+from recipes import cli
 from recipes import common
 from recipes.lm import data as data_lib
 
@@ -30,20 +30,22 @@ DEFAULT_PROMPTS = ("ROMEO:", "JULIET:\nO")
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(
+    parser = cli.ArgumentParser(
         prog=PROG,
         description="Train a decoder-only Synthesizer language model "
         "(SynthesizerCausalLM), score every token of the validation and "
         "test text once (loss in nats/token, perplexity, bits per "
         "character), sample from prompts and export a SavedModel.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        formatter_class=cli.HelpFormatter)
     group = parser.add_argument_group("data")
     group.add_argument(
         "--dataset", default="lm1b",
         help="A tensorflow_datasets set with a `text` feature (lm1b, "
         "wiki40b/en, ...), or 'builtin': small synthetic plays shipped with "
         "the recipe, for offline runs. Ignored with --train_file.")
-    group.add_argument("--tfds_data_dir", default=None)
+    group.add_argument("--tfds_data_dir", default=None,
+                       help="data_dir of tensorflow_datasets (default: "
+                       "its own, ~/tensorflow_datasets).")
     for split in data_lib.SPLITS:
         group.add_argument(f"--{split}_file", default=None,
                            help=f"UTF-8 text file, {split} split (.gz read "
@@ -60,7 +62,9 @@ def build_parser():
                        help="char (vocabulary of the training text), byte "
                        "(UTF-8 bytes) or wordpiece (learned, or "
                        "--vocab_file).")
-    group.add_argument("--lowercase", action="store_true")
+    group.add_argument("--lowercase", action="store_true",
+                       help="Lowercase the text before tokenizing (by "
+                       "default case is kept).")
     group.add_argument("--eval_stride", type=int, default=None,
                        help="Score the stream with windows every N tokens, "
                        "each token once, with more context (default: "
@@ -72,17 +76,27 @@ def build_parser():
                        "dense, random, fixed_random, factorized_dense, "
                        "factorized_random, or a mixture such as "
                        "random+vanilla.")
-    group.add_argument("--sequence_length", type=int, default=128)
-    group.add_argument("--num_layers", type=int, default=4)
-    group.add_argument("--hidden_dim", type=int, default=192)
-    group.add_argument("--num_heads", type=int, default=4)
+    group.add_argument("--sequence_length", type=int, default=128,
+                       help="Context length in tokens (training windows "
+                       "and the model's max_length).")
+    group.add_argument("--num_layers", type=int, default=4,
+                       help="Number of decoder blocks.")
+    group.add_argument("--hidden_dim", type=int, default=192,
+                       help="Model width (embeddings and blocks).")
+    group.add_argument("--num_heads", type=int, default=4,
+                       help="Attention heads per block.")
     group.add_argument("--intermediate_dim", type=int, default=None,
                        help="Feedforward width (default 4 x hidden_dim).")
-    group.add_argument("--dropout", type=float, default=0.1)
-    group.add_argument("--factorized_rank", type=int, default=8)
+    group.add_argument("--dropout", type=float, default=0.1,
+                       help="Dropout of embeddings, attention and "
+                       "feedforward.")
+    group.add_argument("--factorized_rank", type=int, default=8,
+                       help="Rank k of the factorized random synthesizer.")
 
     common.add_common_flags(parser, default_batch_size=32, default_epochs=10,
-                            default_learning_rate=2e-3)
+                            default_learning_rate=2e-3,
+                            model_dir_default="runs/lm/<dataset>-<tokenizer>"
+                            "-<variant>")
     group = parser.add_argument_group("training (language modelling)")
     common.add_time_budget_flag(group)
 
@@ -91,18 +105,24 @@ def build_parser():
                        help="Prompts to sample from after training.")
     group.add_argument("--sampler", choices=data_lib.SAMPLERS, default="top_k",
                        help="top_k: k=10; top_p: p=0.9.")
-    group.add_argument("--temperature", type=float, default=0.8)
+    group.add_argument("--temperature", type=float, default=0.8,
+                       help="Sampling temperature.")
     group.add_argument("--max_new_tokens", type=int, default=100,
                        help="Tokens generated after the longest prompt (the "
                        "prompts are sampled as one batch, to one length; "
                        "at most the context --sequence_length in all).")
-    group.add_argument("--eval_batch_size", type=int, default=64)
+    group.add_argument("--eval_batch_size", type=int, default=64,
+                       help="Batch size of the evaluation windows.")
     group.add_argument("--no_export", dest="export", action="store_false",
-                       help="Skip the SavedModel export.")
+                       help="Skip the SavedModel export (by default it is "
+                       "written).")
     group.add_argument("--no_attention_plot", dest="attention_plot",
-                       action="store_false")
+                       action="store_false",
+                       help="Skip attention.png (by default it is drawn).")
     group.add_argument("--no_tensorboard", dest="tensorboard",
-                       action="store_false")
+                       action="store_false",
+                       help="Skip the TensorBoard logs (by default they are "
+                       "written).")
     return parser
 
 
@@ -302,6 +322,8 @@ def run(args, log=print):
         "num_replicas": strategy.num_replicas_in_sync,
         "history": history,
         "export": export_path,
+        "export_usage": (export_lib.export_usage(export_path)
+                         if export_path else None),
         "args": config,
         "environment": common.environment(),
     })
@@ -312,4 +334,8 @@ def run(args, log=print):
 
 
 def main(argv=None):
-    return common.run_main(build_parser(), run, PROG, argv)
+    """Command-line entry point; returns the exit status (2 on bad input,
+    with one line `python -m recipes.lm: error: ...`)."""
+    paths = ["vocab_file"] + [f"{split}_file" for split in data_lib.SPLITS]
+    return common.run_main(build_parser(), run, PROG, argv,
+                           input_paths=paths)

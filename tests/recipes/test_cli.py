@@ -16,11 +16,13 @@ from keras_synth.layers import SynthesizerAttention
 from recipes import benchmark, cli, serving
 from recipes.glue import tasks
 from recipes.glue import train as glue_train
+from recipes.lm import train as lm_train
 from recipes.translate import train as translate_train
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 PARSERS = {"glue": glue_train.build_parser,
+           "lm": lm_train.build_parser,
            "translate": translate_train.build_parser}
 
 
@@ -174,11 +176,11 @@ def test_quiet_tensorflow_restores_warnings_and_environment():
         assert "TF_CPP_MIN_LOG_LEVEL" not in os.environ
 
 
-def test_tf_logs_is_a_runtime_flag_of_both_recipes():
-    for build_parser in PARSERS.values():
-        args = build_parser().parse_args(
-            ["--task=builtin", "--tf_logs"] if build_parser is
-            glue_train.build_parser else ["--src=de", "--tgt=en", "--tf_logs"])
+def test_tf_logs_is_a_runtime_flag_of_every_recipe():
+    required = {"glue": ["--task=builtin"],
+                "translate": ["--src=de", "--tgt=en"], "lm": []}
+    for recipe, build_parser in PARSERS.items():
+        args = build_parser().parse_args(required[recipe] + ["--tf_logs"])
         assert args.tf_logs is True
     from recipes import common
     assert "tf_logs" in common.RUNTIME_FLAGS
