@@ -1,4 +1,5 @@
-"""The Examples in public docstrings run and print what they say."""
+"""The Examples in public docstrings run and print what they say, for every
+public subpackage (`layers`, `models`, `samplers`)."""
 
 import doctest
 import importlib
@@ -7,24 +8,39 @@ import pkgutil
 import pytest
 
 import keras_synth.layers
+import keras_synth.models
+import keras_synth.samplers
+
+PACKAGES = (keras_synth.layers, keras_synth.models, keras_synth.samplers)
 
 MODULES = sorted(
     info.name
-    for info in pkgutil.iter_modules(
-        keras_synth.layers.__path__, "keras_synth.layers."
-    )
+    for package in PACKAGES
+    for info in pkgutil.iter_modules(package.__path__,
+                                     package.__name__ + ".")
     if not info.name.rsplit(".", 1)[-1].startswith("_")
 )
+
+PUBLIC = [
+    (package.__name__, name) for package in PACKAGES
+    for name in package.__all__
+]
 
 
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0, f"{result.failed} docstring example(s) failed in {name}"
+    assert result.failed == 0, (
+        f"{result.failed} docstring example(s) failed in {name}")
+    if name.startswith("keras_synth.samplers."):
+        assert result.attempted > 0, f"{name} has no docstring example"
 
 
-def test_public_layers_have_examples():
-    for name in keras_synth.layers.__all__:
-        doc = getattr(keras_synth.layers, name).__doc__
-        assert ">>>" in doc, f"{name} has no runnable Example"
+@pytest.mark.parametrize("package, name", PUBLIC,
+                         ids=[f"{p}.{n}" for p, n in PUBLIC])
+def test_public_classes_have_examples(package, name):
+    value = getattr(importlib.import_module(package), name)
+    if isinstance(value, type):
+        assert ">>>" in value.__doc__, (
+            f"{package}.{name} has no runnable Example")
