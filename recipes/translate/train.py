@@ -37,6 +37,7 @@ def build_parser():
         "validation and test sets (greedy or beam search) and score them "
         "with sacrebleu (BLEU, chrF).",
         formatter_class=cli.HelpFormatter,
+        conflict_handler="resolve",
     )
     group = parser.add_argument_group("languages and data")
     group.add_argument("--src", required=True,
@@ -113,18 +114,19 @@ def build_parser():
         parser, default_batch_size=64, default_epochs=10,
         default_learning_rate=1e-3,
         model_dir_default="runs/translate/<dataset>-<src>-<tgt>-<variant>")
-    parser.set_defaults(weight_decay=0.0)
-    for action in parser._actions:
-        if action.dest == "learning_rate":
-            action.help = ("Peak learning rate of the Transformer schedule "
-                           "(linear warmup, then inverse square root "
-                           "decay); Adam(0.9, 0.98, 1e-9).")
-        elif action.dest == "weight_decay":
-            action.help = "AdamW weight decay (0: Adam, as in the paper)."
-        elif action.dest == "warmup_fraction":
-            action.help = ("Warmup as a fraction of all training steps, "
-                           "unless --warmup_steps is given.")
+    # Three shared flags mean something else here: added again with their
+    # help (the parser's conflict_handler="resolve" replaces the shared
+    # ones).
     group = parser.add_argument_group("training (translation)")
+    group.add_argument("--learning_rate", type=float, default=1e-3,
+                       help="Peak learning rate of the Transformer schedule "
+                       "(linear warmup, then inverse square root decay); "
+                       "Adam(0.9, 0.98, 1e-9).")
+    group.add_argument("--weight_decay", type=float, default=0.0,
+                       help="AdamW weight decay (0: Adam, as in the paper).")
+    group.add_argument("--warmup_fraction", type=float, default=0.1,
+                       help="Warmup as a fraction of all training steps, "
+                       "unless --warmup_steps is given.")
     group.add_argument("--warmup_steps", type=int, default=None,
                        help="Warmup steps (the paper: 4000). Default: "
                        "--warmup_fraction of all training steps.")
@@ -134,8 +136,8 @@ def build_parser():
     group.add_argument("--beam_size", type=int, default=4,
                        help="1 for greedy decoding.")
     group.add_argument("--length_penalty", type=float, default=0.6,
-                       help="Beam search's alpha: scores are log p / ((5 + "
-                       "length) / 6) ** alpha.")
+                       help="Beam search's alpha (>= 0): scores are log p / "
+                       "((5 + length) / 6) ** alpha.")
     group.add_argument("--decode_batch_size", type=int, default=64,
                        help="Sentences translated together.")
     group.add_argument("--no_export", dest="export", action="store_false",
@@ -181,6 +183,9 @@ def validate_args(args):
         raise ValueError(
             f"Argument `--hidden_dim`={args.hidden_dim} must be a multiple "
             f"of `--num_heads`={args.num_heads}.")
+    if args.length_penalty < 0:
+        raise ValueError(f"Argument `--length_penalty` must be >= 0. "
+                         f"Received: --length_penalty={args.length_penalty}")
     for name in ("dropout", "label_smoothing"):
         value = getattr(args, name)
         if not 0.0 <= value < 1.0:
@@ -249,9 +254,8 @@ def run(args, log=print):
 
     import keras
 
-    from recipes.translate import decoding
     from recipes.translate import export as export_lib
-    from recipes.translate import model as model_lib
+    from recipes.translate import modeling
 
     keras.utils.set_random_seed(args.seed)
     policy = common.configure_precision(args.mixed_precision)
@@ -270,30 +274,31 @@ def run(args, log=print):
             run_dir, lambda: train.tgt, vocab_file=args.tgt_vocab_file,
             vocab_size=args.vocab_size, lowercase=args.lowercase, log=log,
             filename=f"vocab.{args.tgt}.txt")
-    preprocessor = model_lib.Preprocessor(src_vocab, tgt_vocab,
-                                          args.max_length, args.lowercase)
+    preprocessor = modeling.make_preprocessor(
+        src_vocab, tgt_vocab, args.max_length, args.lowercase)
     strategy = common.select_strategy(args.strategy, args.tpu)
     log(f"Strategy: {type(strategy).__name__} with "
         f"{strategy.num_replicas_in_sync} replica(s); dtype policy {policy}.")
 
-    encoded = model_lib.encode_corpus(preprocessor, train)
+    encoded = modeling.encode_corpus(preprocessor, train)
     log(f"Training pairs: {encoded['kept']} kept, {encoded['dropped']} "
-        f"dropped (longer than --max_length={args.max_length} tokens, or "
-        f"an empty side: {encoded['empty']}).")
+        f"dropped (a source longer than --max_length={args.max_length} "
+        "tokens with [CLS] and [SEP], a target longer with [CLS], or an "
+        f"empty side: {encoded['empty']}).")
     if encoded["kept"] < args.batch_size:
         raise ValueError(
             f"Argument `--batch_size`={args.batch_size} exceeds the "
             f"{encoded['kept']} usable training pairs.")
     static = args.jit_compile or args.strategy == "tpu"
-    train_ds = model_lib.make_dataset(
+    train_ds = modeling.make_dataset(
         encoded, args.batch_size, shuffle=True, seed=args.seed,
         drop_remainder=True, static_shapes=static, epochs=args.epochs,
         initial_epoch=run_dir.last_epoch())
     valid_ds = None
     if "valid" in corpus:
-        valid_encoded = model_lib.encode_corpus(preprocessor, corpus["valid"])
+        valid_encoded = modeling.encode_corpus(preprocessor, corpus["valid"])
         if valid_encoded["kept"]:
-            valid_ds = model_lib.make_dataset(
+            valid_ds = modeling.make_dataset(
                 valid_encoded, args.batch_size, static_shapes=static)
     steps_per_epoch = encoded["kept"] // args.batch_size
     total_steps = steps_per_epoch * args.epochs
@@ -301,24 +306,25 @@ def run(args, log=print):
         1, int(total_steps * args.warmup_fraction))
 
     with strategy.scope():
-        model = model_lib.SynthesizerTranslator(
+        model = modeling.build_lm(
             src_vocab_size=len(src_vocab), tgt_vocab_size=len(tgt_vocab),
             max_length=args.max_length, synthesizer=args.synthesizer,
             cross_attention_synthesizer=args.cross_attention_synthesizer,
             hidden_dim=args.hidden_dim, num_layers=args.num_layers,
             num_heads=args.num_heads, intermediate_dim=args.intermediate_dim,
-            dropout=args.dropout, share_embeddings=args.vocab == "shared",
+            dropout=args.dropout, shared=args.vocab == "shared",
             normalize_first=args.normalize_first,
             factorized_rank=args.factorized_rank)
-        model.build_for()
-        model_lib.compile_model(
+        modeling.compile_lm(
             model, args.learning_rate, warmup_steps,
             label_smoothing=args.label_smoothing,
             weight_decay=args.weight_decay, jit_compile=args.jit_compile,
-            ema_momentum=args.ema_momentum)
+            ema_momentum=args.ema_momentum, beam_size=args.beam_size,
+            length_penalty=args.length_penalty)
         initial_epoch = run_dir.restore(model)
     parameters = common.count_params(model)
-    log(f"Model: {args.num_layers}+{args.num_layers} blocks, self-attention "
+    log(f"Model: SynthesizerSeq2SeqLM, {args.num_layers}+{args.num_layers} "
+        "blocks, self-attention "
         f"{args.synthesizer!r}, cross-attention "
         f"{args.cross_attention_synthesizer!r}, width {args.hidden_dim}, "
         f"{args.num_heads} heads, max_length {args.max_length}, vocabulary "
@@ -354,16 +360,16 @@ def run(args, log=print):
             f"{tokens_per_second:,.0f} tokens/s (source + target, padding "
             "excluded).")
 
-    translator = decoding.Translator(
-        model, preprocessor, beam_size=args.beam_size,
-        length_penalty=args.length_penalty)
+    # The preprocessor is attached now: `fit` was fed features.
+    model.preprocessor = preprocessor
     scores, decode_stats, hypothesis_files = {}, {}, {}
     for split in ("valid", "test"):
         if split not in corpus:
             continue
         pairs = corpus[split]
-        hypotheses, stats = translator.translate(
-            pairs.src, batch_size=args.decode_batch_size, log=log)
+        hypotheses, stats = modeling.translate(
+            model, pairs.src, batch_size=args.decode_batch_size, log=log)
+        stats["beam_size"] = args.beam_size
         scores[split] = score(hypotheses, pairs.tgt)
         decode_stats[split] = stats
         log(f"{split}: BLEU {scores[split]['bleu']:.2f}, chrF "
@@ -382,7 +388,7 @@ def run(args, log=print):
     export_path = None
     if args.export and run_dir.is_chief:
         export_path = export_lib.export_saved_model(run_dir.path("export"),
-                                                    translator)
+                                                    model)
         log(f"Exported a SavedModel (signature 'translate', strings in and "
             f"out) to {export_path}")
 
