@@ -5,10 +5,11 @@ import os
 
 import numpy as np
 
-from recipes import common
+from recipes.core import run_directory
+from recipes.core import runtime
 from recipes import serving
 
-common.require_tensorflow_backend()
+runtime.require_tensorflow_backend()
 
 from keras_synth.models import export_text_classifier  # noqa: E402
 
@@ -38,7 +39,7 @@ def export_saved_model(path, model, preprocessor, task):
 
     # Written to a temporary folder, then renamed: a kill while exporting
     # never leaves a half-written SavedModel at `path`.
-    common.atomic_write(path, write)
+    run_directory.atomic_write(path, write)
     return path
 
 
@@ -46,7 +47,7 @@ def save_preset(path, model, preprocessor):
     """Saves `model` with `preprocessor` as a keras-hub preset directory
     (`SynthesizerTextClassifier.from_preset(path)` takes raw strings)."""
     model.preprocessor = preprocessor
-    common.atomic_write(path, model.save_to_preset)
+    run_directory.atomic_write(path, model.save_to_preset)
     return path
 
 

@@ -14,7 +14,11 @@ import os
 import time
 
 from recipes import cli
-from recipes import common
+from recipes.core import flags
+from recipes.core import run_directory
+from recipes.core import runtime
+from recipes.core import training
+from recipes.core import vocabulary
 from recipes.glue import metrics as metrics_lib
 from recipes.glue import tasks as tasks_lib
 
@@ -82,7 +86,7 @@ def build_parser():
                        action="store_false",
                        help="Keep case in the WordPiece tokenizer (by "
                        "default text is lowercased).")
-    common.add_common_flags(parser,
+    flags.add_common_flags(parser,
                             model_dir_default="runs/glue/<task>-<variant>")
     group = parser.add_argument_group("outputs")
     group.add_argument("--no_export", dest="export", action="store_false",
@@ -99,18 +103,18 @@ def validate_args(args):
     """Canonicalises `args` in place; ValueError on bad values."""
     task = tasks_lib.get_task(args.task)
     args.task = task.name
-    args.synthesizer = common.canonical_synthesizer("synthesizer",
+    args.synthesizer = flags.canonical_synthesizer("synthesizer",
                                                     args.synthesizer)
     for name in ("max_length", "num_layers", "hidden_dim", "num_heads",
                  "batch_size", "epochs", "learning_rate", "vocab_size",
                  "factorized_rank"):
-        common.positive(name, getattr(args, name))
+        flags.positive(name, getattr(args, name))
     if args.max_length < 4 + task.num_segments:
         raise ValueError(f"Argument `--max_length`={args.max_length} is too "
                          "short to pack a sentence.")
     if args.max_train_examples is not None:
-        common.positive("max_train_examples", args.max_train_examples)
-    common.check_ema_momentum(args.ema_momentum)
+        flags.positive("max_train_examples", args.max_train_examples)
+    flags.check_ema_momentum(args.ema_momentum)
     for name in ("dropout", "token_dropout"):
         if not 0.0 <= getattr(args, name) < 1.0:
             raise ValueError(f"Argument `--{name}` must be in [0, 1). "
@@ -146,7 +150,7 @@ def _eval_callback(task, eval_data, log):
 def run(args, log=print):
     """Runs the recipe for parsed `args`; returns the results dict."""
     wall_start = time.time()
-    common.require_tensorflow_backend()
+    runtime.require_tensorflow_backend()
     task = validate_args(args)
     from recipes.glue import loading
 
@@ -154,7 +158,7 @@ def run(args, log=print):
     train, evals, tests = loading.load_task_data(
         task, args.data_dir, args.tfds_data_dir
     )
-    run_dir = common.RunDirectory(args.model_dir, config)
+    run_dir = run_directory.RunDirectory(args.model_dir, config)
     log(f"Run directory: {run_dir.root}")
     train = loading.subsample(train, args.max_train_examples)
     log(f"Task {task.name} ({task.description}): {len(train)} training "
@@ -173,8 +177,8 @@ def run(args, log=print):
     from recipes.glue import model as model_lib
 
     keras.utils.set_random_seed(args.seed)
-    policy = common.configure_precision(args.mixed_precision)
-    vocab = common.prepare_vocabulary(
+    policy = runtime.configure_precision(args.mixed_precision)
+    vocab = vocabulary.prepare_vocabulary(
         run_dir,
         lambda: [text for example in train.texts for text in example],
         vocab_file=args.vocab_file,
@@ -182,7 +186,7 @@ def run(args, log=print):
         lowercase=args.lowercase,
         log=log,
     )
-    strategy = common.select_strategy(args.strategy, args.tpu)
+    strategy = runtime.select_strategy(args.strategy, args.tpu)
     log(f"Strategy: {type(strategy).__name__} with "
         f"{strategy.num_replicas_in_sync} replica(s); dtype policy {policy}.")
 
@@ -226,7 +230,7 @@ def run(args, log=print):
             ema_momentum=args.ema_momentum,
         )
         initial_epoch = run_dir.restore(model)
-    parameters = common.count_params(model)
+    parameters = training.count_params(model)
     log(f"Model: SynthesizerTextClassifier, {args.num_layers} x "
         "SynthesizerEncoder("
         f"{args.synthesizer!r}), width {args.hidden_dim}, {args.num_heads} "
@@ -236,7 +240,7 @@ def run(args, log=print):
         log(f"Resuming after epoch {initial_epoch} from "
             f"{run_dir.checkpoint_path(initial_epoch)}.")
 
-    timer = common.make_steps_timer()
+    timer = training.make_steps_timer()
     callbacks = [timer, _eval_callback(task, eval_data, log)]
     callbacks += run_dir.callbacks(tensorboard=args.tensorboard)
     train_start = time.time()
@@ -251,7 +255,7 @@ def run(args, log=print):
             shuffle=False,  # shuffled per epoch (seeded) by tf.data
         )
     else:
-        common.finalize_weights(model)
+        training.finalize_weights(model)
     train_time = time.time() - train_start
 
     # Final evaluation.
@@ -342,7 +346,7 @@ def run(args, log=print):
                          if export_path else None),
         "preset": preset_path,
         "args": config,
-        "environment": common.environment(),
+        "environment": runtime.environment(),
     }
     if run_dir.is_chief:
         path = run_dir.write_results(results)
@@ -353,5 +357,5 @@ def run(args, log=print):
 def main(argv=None):
     """Command-line entry point; returns the exit status (2 on bad input,
     with one line `python -m recipes.glue: error: ...`)."""
-    return common.run_main(build_parser(), run, PROG, argv,
+    return runtime.run_main(build_parser(), run, PROG, argv,
                            input_paths=("data_dir", "vocab_file"))

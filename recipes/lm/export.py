@@ -1,9 +1,10 @@
 """The serving SavedModel: prompts in, generated text out."""
 
-from recipes import common
+from recipes.core import run_directory
+from recipes.core import runtime
 from recipes import serving
 
-common.require_tensorflow_backend()
+runtime.require_tensorflow_backend()
 
 from keras_synth.models import export_generator  # noqa: E402
 
@@ -30,7 +31,7 @@ def export_saved_model(path, lm):
         export_generator(lm, tmp)
         serving.write_readme(tmp, export_usage("path/to/export"))
 
-    common.atomic_write(path, write)
+    run_directory.atomic_write(path, write)
     return path
 
 

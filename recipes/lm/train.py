@@ -22,7 +22,10 @@ import os
 import time
 
 from recipes import cli
-from recipes import common
+from recipes.core import flags
+from recipes.core import run_directory
+from recipes.core import runtime
+from recipes.core import training
 from recipes.lm import data as data_lib
 
 PROG = "python -m recipes.lm"
@@ -93,12 +96,12 @@ def build_parser():
     group.add_argument("--factorized_rank", type=int, default=8,
                        help="Rank k of the factorized random synthesizer.")
 
-    common.add_common_flags(parser, default_batch_size=32, default_epochs=10,
+    flags.add_common_flags(parser, default_batch_size=32, default_epochs=10,
                             default_learning_rate=2e-3,
                             model_dir_default="runs/lm/<dataset>-<tokenizer>"
                             "-<variant>")
     group = parser.add_argument_group("training (language modelling)")
-    common.add_time_budget_flag(group)
+    flags.add_time_budget_flag(group)
 
     group = parser.add_argument_group("generation and outputs")
     group.add_argument("--prompts", nargs="+", default=list(DEFAULT_PROMPTS),
@@ -128,7 +131,7 @@ def build_parser():
 
 # A run directory may be restarted with other generation flags, or trained
 # further (`--time_budget_minutes`).
-RUNTIME_FLAGS = common.RUNTIME_FLAGS | {
+RUNTIME_FLAGS = run_directory.RUNTIME_FLAGS | {
     "prompts", "sampler", "temperature", "max_new_tokens", "eval_batch_size",
     "time_budget_minutes", "attention_plot",
 }
@@ -136,18 +139,18 @@ RUNTIME_FLAGS = common.RUNTIME_FLAGS | {
 
 def validate_args(args):
     """Canonicalises `args` in place; ValueError on bad values."""
-    args.synthesizer = common.canonical_synthesizer("synthesizer",
+    args.synthesizer = flags.canonical_synthesizer("synthesizer",
                                                     args.synthesizer)
     for name in ("sequence_length", "num_layers", "hidden_dim", "num_heads",
                  "batch_size", "epochs", "learning_rate", "vocab_size",
                  "factorized_rank", "max_new_tokens", "eval_batch_size",
                  "temperature"):
-        common.positive(name, getattr(args, name))
+        flags.positive(name, getattr(args, name))
     for name in ("max_train_examples", "intermediate_dim", "eval_stride",
                  "time_budget_minutes"):
         if getattr(args, name) is not None:
-            common.positive(name, getattr(args, name))
-    common.check_ema_momentum(args.ema_momentum)
+            flags.positive(name, getattr(args, name))
+    flags.check_ema_momentum(args.ema_momentum)
     if args.hidden_dim % args.num_heads:
         raise ValueError(
             f"Argument `--hidden_dim`={args.hidden_dim} must be a multiple "
@@ -197,11 +200,11 @@ def load_corpus(args):
 def run(args, log=print):
     """Runs the recipe for parsed `args`; returns the results dict."""
     wall_start = time.time()
-    common.require_tensorflow_backend()
+    runtime.require_tensorflow_backend()
     validate_args(args)
     config = dict(vars(args))
     corpus = load_corpus(args)
-    run_dir = common.RunDirectory(args.model_dir, config,
+    run_dir = run_directory.RunDirectory(args.model_dir, config,
                                   runtime_flags=RUNTIME_FLAGS)
     log(f"Run directory: {run_dir.root}")
     log(f"Data ({args.dataset}): " + ", ".join(
@@ -214,13 +217,13 @@ def run(args, log=print):
     from recipes.lm import tokenizers
 
     keras.utils.set_random_seed(args.seed)
-    policy = common.configure_precision(args.mixed_precision)
+    policy = runtime.configure_precision(args.mixed_precision)
     tokenizer = tokenizers.prepare_tokenizer(run_dir, args, corpus["train"],
                                              log)
     stream = args.cut == "stream"
     encoded = evaluation.encode_splits(tokenizer, corpus, args)
     train = encoded["train"]
-    strategy = common.select_strategy(args.strategy, args.tpu)
+    strategy = runtime.select_strategy(args.strategy, args.tpu)
     log(f"Strategy: {type(strategy).__name__} with "
         f"{strategy.num_replicas_in_sync} replica(s); dtype policy {policy}.")
     log(f"Tokens ({args.tokenizer}, vocabulary "
@@ -252,7 +255,7 @@ def run(args, log=print):
         lm = model_lib.build_lm(tokenizer, args, stream)
         model_lib.compile_lm(lm, args, total_steps)
         initial_epoch = run_dir.restore(lm)
-    parameters = common.count_params(lm)
+    parameters = training.count_params(lm)
     log(f"Model: {args.num_layers} blocks, {args.synthesizer!r}, width "
         f"{args.hidden_dim}, {args.num_heads} heads, context "
         f"{args.sequence_length}: {parameters:,} trainable parameters; "
@@ -261,11 +264,11 @@ def run(args, log=print):
         log(f"Resuming after epoch {initial_epoch} from "
             f"{run_dir.checkpoint_path(initial_epoch)}.")
 
-    timer = common.make_steps_timer()
+    timer = training.make_steps_timer()
     callbacks = [timer] + run_dir.callbacks(tensorboard=args.tensorboard)
     budget = None
     if args.time_budget_minutes:
-        budget = common.make_time_budget_callback(args.time_budget_minutes)
+        budget = training.make_time_budget_callback(args.time_budget_minutes)
         callbacks.append(budget)
     train_start = time.time()
     if initial_epoch < args.epochs:
@@ -277,7 +280,7 @@ def run(args, log=print):
                    callbacks=callbacks, verbose=args.verbose,
                    shuffle=False)
     else:
-        common.finalize_weights(lm)
+        training.finalize_weights(lm)
     train_time = time.time() - train_start
     history = run_dir.history()
     steps_per_second = (timer.steps_per_second if timer.steps else (
@@ -325,7 +328,7 @@ def run(args, log=print):
         "export_usage": (export_lib.export_usage(export_path)
                          if export_path else None),
         "args": config,
-        "environment": common.environment(),
+        "environment": runtime.environment(),
     })
     if run_dir.is_chief:
         path = run_dir.write_results(results)
@@ -337,5 +340,5 @@ def main(argv=None):
     """Command-line entry point; returns the exit status (2 on bad input,
     with one line `python -m recipes.lm: error: ...`)."""
     paths = ["vocab_file"] + [f"{split}_file" for split in data_lib.SPLITS]
-    return common.run_main(build_parser(), run, PROG, argv,
+    return runtime.run_main(build_parser(), run, PROG, argv,
                            input_paths=paths)

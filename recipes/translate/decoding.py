@@ -20,9 +20,9 @@ import time
 
 import numpy as np
 
-from recipes import common
+from recipes.core import runtime
 
-common.require_tensorflow_backend()
+runtime.require_tensorflow_backend()
 
 import tensorflow as tf  # noqa: E402
 

@@ -1,9 +1,10 @@
 """The serving SavedModel: strings in, translations out."""
 
-from recipes import common
+from recipes.core import run_directory
+from recipes.core import runtime
 from recipes import serving
 
-common.require_tensorflow_backend()
+runtime.require_tensorflow_backend()
 
 import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -53,7 +54,7 @@ def export_saved_model(path, translator):
 
     # Written to a temporary folder, then renamed: a kill while exporting
     # never leaves a half-written SavedModel at `path`.
-    common.atomic_write(path, write)
+    run_directory.atomic_write(path, write)
     return path
 
 

@@ -7,9 +7,11 @@ import math
 
 import numpy as np
 
-from recipes import common
+from recipes.core import runtime
+from recipes.core import training
+from recipes.core import vocabulary
 
-common.require_tensorflow_backend()
+runtime.require_tensorflow_backend()
 
 import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -74,13 +76,14 @@ class Preprocessor:
         self.shared = self.src_vocab == self.tgt_vocab
         self.max_length = max_length
         self.lowercase = lowercase
-        self.src_tokenizer = common.wordpiece_tokenizer(src_vocab, lowercase)
+        self.src_tokenizer = vocabulary.wordpiece_tokenizer(src_vocab,
+                                                            lowercase)
         self.tgt_tokenizer = (
             self.src_tokenizer if self.shared
-            else common.wordpiece_tokenizer(tgt_vocab, lowercase)
+            else vocabulary.wordpiece_tokenizer(tgt_vocab, lowercase)
         )
-        self.bos_id = self.tgt_vocab.index(common.CLS)
-        self.eos_id = self.tgt_vocab.index(common.SEP)
+        self.bos_id = self.tgt_vocab.index(vocabulary.CLS)
+        self.eos_id = self.tgt_vocab.index(vocabulary.SEP)
 
     def tokenize_source(self, strings):
         """Ragged `(batch, None)` int32 ids of the source sentences."""
@@ -160,14 +163,14 @@ def make_dataset(encoded, batch_size, shuffle=False, seed=0,
     (XLA, TPU), which keeps every batch `(batch, max_length)`. With
     `shuffle` and `epochs`: the batches of epochs `initial_epoch ..
     epochs - 1` in one stream, each epoch's order fixed by `(seed, epoch)`
-    (`common.shuffled_epochs`), so that a resumed run sees the batches an
+    (`training.shuffled_epochs`), so that a resumed run sees the batches an
     uninterrupted one sees.
     """
     dataset = tf.data.Dataset.from_tensor_slices(
         (encoded["src"], encoded["tgt_in"], encoded["tgt_out"])
     )
     if shuffle and epochs is not None:
-        dataset = common.shuffled_epochs(
+        dataset = training.shuffled_epochs(
             dataset, len(encoded["src"]), batch_size, seed, epochs,
             initial_epoch, drop_remainder=drop_remainder)
     else:
@@ -473,7 +476,7 @@ def compile_model(model, learning_rate, warmup_steps, label_smoothing=0.1,
     under `mixed_float16`, `compile` adds dynamic loss scaling."""
     schedule = InverseSqrtSchedule(learning_rate, warmup_steps)
     options = dict(learning_rate=schedule, beta_1=0.9, beta_2=0.98,
-                   epsilon=1e-9, **common.ema_options(ema_momentum))
+                   epsilon=1e-9, **training.ema_options(ema_momentum))
     optimizer = (keras.optimizers.AdamW(weight_decay=weight_decay, **options)
                  if weight_decay else keras.optimizers.Adam(**options))
     model.compile(

@@ -20,13 +20,14 @@ if keras.backend.backend() != "tensorflow":
 
 import tensorflow as tf  # noqa: E402
 
-from recipes import common  # noqa: E402
+from recipes.core import run_directory  # noqa: E402
+from recipes.core import vocabulary  # noqa: E402
 from recipes.translate import data as data_lib  # noqa: E402
 from recipes.translate import decoding  # noqa: E402
 from recipes.translate import model as model_lib  # noqa: E402
 from recipes.translate import train as train_lib  # noqa: E402
 
-VOCAB = list(common.RESERVED_TOKENS) + [
+VOCAB = list(vocabulary.RESERVED_TOKENS) + [
     "ein", "hund", "a", "dog", "runs", "läuft", "##s", ".", ",", "-", "'",
     "t", "shirt", "man", "Ein", "A"]
 
@@ -278,7 +279,7 @@ def test_end_to_end_train_resume_decode_score_export(tmp_path):
     exported = [t.decode("utf-8") for t in outputs["translation"].numpy()]
     assert outputs["source_truncated"].numpy().tolist() == [False] * 6 + [
         True]
-    vocab = common.load_vocabulary(os.path.join(model_dir, "vocab.txt"))
+    vocab = vocabulary.load_vocabulary(os.path.join(model_dir, "vocab.txt"))
     pre = model_lib.Preprocessor(vocab, vocab, 24)
     translator = decoding.Translator(_restore(model_dir, vocab), pre,
                                      beam_size=2)
@@ -308,7 +309,7 @@ def _restore(model_dir, vocab):
         hidden_dim=32, num_layers=1, num_heads=2, dropout=0.0)
     model.build_for()
     model_lib.compile_model(model, 3e-3, 10)
-    run_dir = common.RunDirectory(model_dir, common.read_json(
+    run_dir = run_directory.RunDirectory(model_dir, run_directory.read_json(
         os.path.join(model_dir, "args.json")))
     assert run_dir.restore(model) == 3
     return model
