@@ -5,13 +5,9 @@ import os
 
 import numpy as np
 
-from recipes.core import run_directory
-from recipes.core import runtime
+from keras_synth.models import export_text_classifier
 from recipes import serving
-
-runtime.require_tensorflow_backend()
-
-from keras_synth.models import export_text_classifier  # noqa: E402
+from recipes.core import run_directory
 
 
 def input_names(task):
@@ -144,3 +140,4 @@ def plot_attention(path, scores, tokens, title="", caption=""):
     fig.savefig(path, dpi=130)
     plt.close(fig)
     return path
+
