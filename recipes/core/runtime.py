@@ -81,6 +81,19 @@ def select_strategy(name, tpu=None):
     return tf.distribute.TPUStrategy(resolver)
 
 
+def setup(args, log=print):
+    """Seeds Keras (`--seed`), sets the dtype policy (`--mixed_precision`)
+    and returns the strategy (`--strategy`, `--tpu`), logging both."""
+    import keras
+
+    keras.utils.set_random_seed(args.seed)
+    policy = configure_precision(args.mixed_precision)
+    strategy = select_strategy(args.strategy, args.tpu)
+    log(f"Strategy: {type(strategy).__name__} with "
+        f"{strategy.num_replicas_in_sync} replica(s); dtype policy {policy}.")
+    return strategy
+
+
 def is_chief():
     """Whether this process writes the run directory (worker 0 / chief)."""
     config = json.loads(os.environ.get("TF_CONFIG", "{}") or "{}")

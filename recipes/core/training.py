@@ -84,14 +84,35 @@ def epoch_checkpoint(run_dir):
 
 
 def run_callbacks(run_dir, tensorboard=True):
-    """The callbacks every recipe trains with: the epoch checkpoint and,
-    unless `tensorboard` is False, TensorBoard logs in `run_dir.log_dir`."""
+    """The callbacks that keep a run in `run_dir`: the epoch checkpoint
+    and, unless `tensorboard` is False, TensorBoard logs in
+    `run_dir.log_dir`."""
     import keras
 
     callbacks = [epoch_checkpoint(run_dir)]
     if tensorboard:
         callbacks.append(keras.callbacks.TensorBoard(run_dir.log_dir))
     return callbacks
+
+
+def assemble_callbacks(run_dir, tensorboard=True, time_budget_minutes=None,
+                       extra=()):
+    """Every callback a recipe's `Model.fit` gets, in order: the steps
+    timer (it adds `steps_per_second` to the epoch's logs), the recipe's
+    `extra` callbacks (e.g. per-epoch evaluation, adding their metrics),
+    then `run_callbacks` (which record the logs), then the time budget.
+
+    Returns:
+        `(callbacks, timer, budget)`; `budget` is None without
+        `time_budget_minutes`.
+    """
+    timer = make_steps_timer()
+    callbacks = [timer, *extra, *run_callbacks(run_dir, tensorboard)]
+    budget = None
+    if time_budget_minutes:
+        budget = make_time_budget_callback(time_budget_minutes)
+        callbacks.append(budget)
+    return callbacks, timer, budget
 
 
 def shuffled_epochs(dataset, buffer_size, batch_size, seed, epochs,

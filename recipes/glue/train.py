@@ -14,10 +14,10 @@ import os
 import time
 
 from recipes import cli
+from recipes.core import experiment
 from recipes.core import flags
 from recipes.core import run_directory
 from recipes.core import runtime
-from recipes.core import training
 from recipes.core import vocabulary
 from recipes.glue import metrics as metrics_lib
 from recipes.glue import tasks as tasks_lib
@@ -171,13 +171,10 @@ def run(args, log=print):
             f"{len(train)} training examples."
         )
 
-    import keras
-
     from recipes.glue import export as export_lib
     from recipes.glue import model as model_lib
 
-    keras.utils.set_random_seed(args.seed)
-    policy = runtime.configure_precision(args.mixed_precision)
+    strategy = runtime.setup(args, log)
     vocab = vocabulary.prepare_vocabulary(
         run_dir,
         lambda: [text for example in train.texts for text in example],
@@ -186,10 +183,6 @@ def run(args, log=print):
         lowercase=args.lowercase,
         log=log,
     )
-    strategy = runtime.select_strategy(args.strategy, args.tpu)
-    log(f"Strategy: {type(strategy).__name__} with "
-        f"{strategy.num_replicas_in_sync} replica(s); dtype policy {policy}.")
-
     preprocessor = model_lib.make_preprocessor(vocab, args.max_length,
                                                args.lowercase)
     trim = not (args.pad_to_max_length or args.strategy == "tpu")
@@ -206,9 +199,10 @@ def run(args, log=print):
         for split, data in evals.items()
     }
     steps_per_epoch = len(train) // args.batch_size
+    built = {}
 
-    with strategy.scope():
-        model, probe = model_lib.build_model(
+    def build():
+        model, built["probe"] = model_lib.build_model(
             vocab_size=len(vocab),
             num_classes=task.num_classes,
             num_segments=task.num_segments,
@@ -229,129 +223,40 @@ def run(args, log=print):
             weight_decay=args.weight_decay, jit_compile=args.jit_compile,
             ema_momentum=args.ema_momentum,
         )
-        initial_epoch = run_dir.restore(model)
-    parameters = training.count_params(model)
-    log(f"Model: SynthesizerTextClassifier, {args.num_layers} x "
-        "SynthesizerEncoder("
-        f"{args.synthesizer!r}), width {args.hidden_dim}, {args.num_heads} "
-        f"heads, max_length {args.max_length}: {parameters:,} trainable "
-        "parameters.")
-    if initial_epoch:
-        log(f"Resuming after epoch {initial_epoch} from "
-            f"{run_dir.checkpoint_path(initial_epoch)}.")
+        return model
 
-    timer = training.make_steps_timer()
-    callbacks = [timer, _eval_callback(task, eval_data, log)]
-    callbacks += run_dir.callbacks(tensorboard=args.tensorboard)
-    train_start = time.time()
-    if initial_epoch < args.epochs:  # else killed before results.json
-        model.fit(
-            train_ds,
-            epochs=args.epochs,
-            initial_epoch=initial_epoch,
-            steps_per_epoch=steps_per_epoch,
-            callbacks=callbacks,
-            verbose=args.verbose,
-            shuffle=False,  # shuffled per epoch (seeded) by tf.data
+    def describe(parameters):
+        return (f"Model: SynthesizerTextClassifier, {args.num_layers} x "
+                f"SynthesizerEncoder({args.synthesizer!r}), width "
+                f"{args.hidden_dim}, {args.num_heads} heads, max_length "
+                f"{args.max_length}: {parameters:,} trainable parameters.")
+
+    def evaluate(model, run):
+        results_metrics = {}
+        for split, (dataset, labels) in eval_data.items():
+            outputs = model.predict(dataset, verbose=0)
+            predictions = model_lib.predictions_from_outputs(task, outputs)
+            results_metrics[split] = metrics_lib.compute_metrics(
+                task, labels, predictions
+            )
+        summary = "; ".join(
+            f"{split} " + ", ".join(f"{k}={v:.4f}" for k, v in values.items())
+            for split, values in results_metrics.items()
         )
-    else:
-        training.finalize_weights(model)
-    train_time = time.time() - train_start
+        log(f"Evaluation: {summary}")
+        return {"task": task.name, "synthesizer": args.synthesizer,
+                "main_metric": task.main_metric, "metrics": results_metrics}
 
-    # Final evaluation.
-    results_metrics = {}
-    for split, (dataset, labels) in eval_data.items():
-        outputs = model.predict(dataset, verbose=0)
-        predictions = model_lib.predictions_from_outputs(task, outputs)
-        results_metrics[split] = metrics_lib.compute_metrics(
-            task, labels, predictions
-        )
-    summary = "; ".join(
-        f"{split} " + ", ".join(f"{k}={v:.4f}" for k, v in values.items())
-        for split, values in results_metrics.items()
-    )
-    log(f"Evaluation: {summary}")
+    def export(model):
+        return export_lib.export_run(
+            run_dir, model, built["probe"], preprocessor, task, evals, tests,
+            args, log)
 
-    submissions = {}
-    if run_dir.is_chief:
-        from recipes.glue import tsv
-
-        for split, data in tests.items():
-            dataset = model_lib.make_dataset(
-                data, preprocessor, args.batch_size, task, labeled=False,
-                trim=trim)
-            predictions = model_lib.predictions_from_outputs(
-                task, model.predict(dataset, verbose=0))
-            filename = task.test_splits[split][2]
-            path = run_dir.path("submission", filename)
-            tsv.write_submission(path, task, data.ids, predictions)
-            submissions[split] = path
-
-    # Attention maps of the first evaluation example.
-    first_split = next(iter(evals))
-    example = evals[first_split]
-    example_inputs = model_lib.pack(preprocessor, tuple(
-        [example.texts[0][i]] for i in range(task.num_segments)))
-    scores = [s[0] for s in probe(example_inputs)]
-    n = int(example_inputs["padding_mask"].numpy()[0].sum())
-    tokens = model_lib.tokens(preprocessor,
-                              example_inputs["token_ids"].numpy()[0][:n])
-    plot_path = None
-    if run_dir.is_chief:
-        plot_path = export_lib.plot_attention(
-            run_dir.path("attention.png"), scores, tokens,
-            title=f"{task.name} / {args.synthesizer}: "
-            + " | ".join(example.texts[0])[:120],
-            caption=export_lib.example_caption(
-                task, example.labels[0],
-                model(example_inputs, training=False)),
-        )
-
-    export_path = None
-    if args.export and run_dir.is_chief:
-        export_path = export_lib.export_saved_model(
-            run_dir.path("export"), model, preprocessor, task
-        )
-        log(f"Exported a SavedModel (raw strings in) to {export_path}")
-    preset_path = None
-    if run_dir.is_chief:
-        preset_path = export_lib.save_preset(run_dir.path("preset"), model,
-                                             preprocessor)
-        log(f"Saved a keras-hub preset to {preset_path}")
-
-    history = run_dir.history()
-    results = {
-        "task": task.name,
-        "synthesizer": args.synthesizer,
-        "main_metric": task.main_metric,
-        "metrics": results_metrics,
-        "parameters": parameters,
-        "parameters_total": int(model.count_params()),
-        "steps_per_second": (timer.steps_per_second if timer.steps
-                             else (history[-1].get("steps_per_second")
-                                   if history else None)),
-        "train_steps": steps_per_epoch * args.epochs,
-        "optimizer_steps": int(keras.ops.convert_to_numpy(
-            model.optimizer.iterations)),
-        "epochs": args.epochs,
-        "resumed_from_epoch": initial_epoch,
-        "train_time_s": train_time,
-        "wall_time_s": time.time() - wall_start,
-        "num_replicas": strategy.num_replicas_in_sync,
-        "history": history,
-        "submissions": submissions,
-        "attention_png": plot_path,
-        "export": export_path,
-        "export_usage": (export_lib.export_usage(export_path, task)
-                         if export_path else None),
-        "preset": preset_path,
-        "args": config,
-        "environment": runtime.environment(),
-    }
-    if run_dir.is_chief:
-        path = run_dir.write_results(results)
-        log(f"Results: {path}")
-    return results
+    return experiment.train_and_evaluate(
+        args, run_dir, strategy, build, train_ds, steps_per_epoch, evaluate,
+        export=export, describe=describe,
+        extra_callbacks=[_eval_callback(task, eval_data, log)],
+        wall_start=wall_start, log=log)
 
 
 def main(argv=None):
