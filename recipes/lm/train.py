@@ -166,6 +166,12 @@ def validate_args(args):
     if args.eval_stride and args.cut != "stream":
         raise ValueError("Argument `--eval_stride` needs `--cut=stream` "
                          "(sentences are scored one by one).")
+    if args.cut == "stream" and not all(args.prompts):
+        raise ValueError(
+            "Argument `--prompts` holds an empty prompt; a model of a "
+            "contiguous stream (`--cut=stream`) has no start token, so each "
+            f"prompt needs at least one character. Received: --prompts="
+            f"{args.prompts}")
     if args.vocab_file and args.tokenizer != "wordpiece":
         raise ValueError("Argument `--vocab_file` needs "
                          "`--tokenizer=wordpiece`.")
