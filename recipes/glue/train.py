@@ -49,34 +49,17 @@ def build_parser():
                        help="Use only the first N training examples "
                        "(default: all).")
     group = parser.add_argument_group("model")
-    group.add_argument(
-        "--synthesizer", default="random+vanilla",
-        help="Attention variant: vanilla, dense, random, fixed_random, "
-        "factorized_dense, factorized_random, or a mixture such as "
-        "random+vanilla.")
+    flags.add_model_flags(group, "SynthesizerEncoder", num_layers=2,
+                          hidden_dim=128)
     group.add_argument("--max_length", type=int, default=128,
                        help="Packed sequence length (the synthesizers' "
                        "max_length).")
-    group.add_argument("--num_layers", type=int, default=2,
-                       help="SynthesizerEncoder blocks.")
-    group.add_argument("--hidden_dim", type=int, default=128,
-                       help="Model width (embeddings and blocks).")
-    group.add_argument("--num_heads", type=int, default=4,
-                       help="Attention heads per block.")
-    group.add_argument("--intermediate_dim", type=int, default=None,
-                       help="Feedforward width (default: 4 x "
-                       "--hidden_dim).")
-    group.add_argument("--dropout", type=float, default=0.1,
-                       help="Dropout rate of the embeddings, attention, "
-                       "feedforward and head.")
     group.add_argument("--token_dropout", type=float, default=0.0,
                        help="Word dropout: the probability that a training "
                        "token is left out of attention and pooling.")
     group.add_argument("--pooling", choices=("mean", "cls"), default="mean",
                        help="Sentence vector: mean of the unpadded tokens, "
                        "or the [CLS] token.")
-    group.add_argument("--factorized_rank", type=int, default=8,
-                       help="Rank of factorized_random (the paper's r).")
     group.add_argument(
         "--pad_to_max_length", action="store_true",
         help="Pad every batch to --max_length (static shapes; always on "
@@ -88,14 +71,7 @@ def build_parser():
                        "default text is lowercased).")
     flags.add_common_flags(parser,
                             model_dir_default="runs/glue/<task>-<variant>")
-    group = parser.add_argument_group("outputs")
-    group.add_argument("--no_export", dest="export", action="store_false",
-                       help="Skip the SavedModel export (by default it is "
-                       "written to <model_dir>/export).")
-    group.add_argument("--no_tensorboard", dest="tensorboard",
-                       action="store_false",
-                       help="Skip the TensorBoard logs (by default written "
-                       "to <model_dir>/logs).")
+    flags.add_output_switches(parser.add_argument_group("outputs"))
     return parser
 
 

@@ -74,27 +74,12 @@ def build_parser():
                        "non-overlapping windows).")
 
     group = parser.add_argument_group("model")
-    group.add_argument("--synthesizer", default="random+vanilla",
-                       help="Causal self-attention of every block: vanilla, "
-                       "dense, random, fixed_random, factorized_dense, "
-                       "factorized_random, or a mixture such as "
-                       "random+vanilla.")
+    flags.add_model_flags(group, "decoder", num_layers=4, hidden_dim=192,
+                          synthesizer_help="Causal self-attention of every "
+                          "block")
     group.add_argument("--sequence_length", type=int, default=128,
                        help="Context length in tokens (training windows "
                        "and the model's max_length).")
-    group.add_argument("--num_layers", type=int, default=4,
-                       help="Number of decoder blocks.")
-    group.add_argument("--hidden_dim", type=int, default=192,
-                       help="Model width (embeddings and blocks).")
-    group.add_argument("--num_heads", type=int, default=4,
-                       help="Attention heads per block.")
-    group.add_argument("--intermediate_dim", type=int, default=None,
-                       help="Feedforward width (default 4 x hidden_dim).")
-    group.add_argument("--dropout", type=float, default=0.1,
-                       help="Dropout of embeddings, attention and "
-                       "feedforward.")
-    group.add_argument("--factorized_rank", type=int, default=8,
-                       help="Rank k of the factorized random synthesizer.")
 
     flags.add_common_flags(parser, default_batch_size=32, default_epochs=10,
                             default_learning_rate=2e-3,
@@ -116,16 +101,7 @@ def build_parser():
                        "at most the context --sequence_length in all).")
     group.add_argument("--eval_batch_size", type=int, default=64,
                        help="Batch size of the evaluation windows.")
-    group.add_argument("--no_export", dest="export", action="store_false",
-                       help="Skip the SavedModel export (by default it is "
-                       "written).")
-    group.add_argument("--no_attention_plot", dest="attention_plot",
-                       action="store_false",
-                       help="Skip attention.png (by default it is drawn).")
-    group.add_argument("--no_tensorboard", dest="tensorboard",
-                       action="store_false",
-                       help="Skip the TensorBoard logs (by default they are "
-                       "written).")
+    flags.add_output_switches(group, attention_plot=True)
     return parser
 
 
