@@ -4,7 +4,7 @@
 - `python -m recipes.translate`: train an encoder-decoder, translate, score.
 - `python -m recipes.benchmark`: speed and memory against MultiHeadAttention.
 
-`recipes.common` holds what every recipe shares (data-file checks, WordPiece
+`recipes.core` holds what every recipe shares (data-file checks, WordPiece
 vocabularies, tf.distribute strategies, precision flags and the run
 directory). Recipes run on the TensorFlow backend (tf.data, tf.distribute,
 SavedModel export). `recipes.cli` holds their command-line helpers (`--help`

@@ -34,7 +34,7 @@ from keras_synth.models.smoothed_cross_entropy import (
 )
 from keras_synth.models.synthesizer_tokenizer import RESERVED_TOKENS
 from keras_synth.models.synthesizer_tokenizer import SynthesizerTokenizer
-from keras_synth.models.synthesizer_tokenizer import (
+from keras_synth.models.wordpiece_vocabulary import (
     learn_wordpiece_vocabulary,
 )
 

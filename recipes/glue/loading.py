@@ -4,7 +4,7 @@ files (`--data_dir`) or `tensorflow_datasets` (the default)."""
 import importlib.resources
 import os
 
-from recipes.common import DataError
+from recipes.core.data_files import DataError
 from recipes.glue import tsv
 
 

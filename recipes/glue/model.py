@@ -1,21 +1,15 @@
 """The GLUE model (a `keras_synth.models.SynthesizerTextClassifier`) and its
 tf.data pipeline (TensorFlow backend)."""
 
+import keras
 import numpy as np
+import tensorflow as tf
 
-from recipes import common
-
-common.require_tensorflow_backend()
-
-import keras  # noqa: E402
-import tensorflow as tf  # noqa: E402
-
-from keras_synth.models import SynthesizerBackbone  # noqa: E402
-from keras_synth.models import SynthesizerTextClassifier  # noqa: E402
-from keras_synth.models import (  # noqa: E402
-    SynthesizerTextClassifierPreprocessor,
-)
-from keras_synth.models import SynthesizerTokenizer  # noqa: E402
+from keras_synth.models import SynthesizerBackbone
+from keras_synth.models import SynthesizerTextClassifier
+from keras_synth.models import SynthesizerTextClassifierPreprocessor
+from keras_synth.models import SynthesizerTokenizer
+from recipes.core import training
 
 
 def make_preprocessor(vocab, sequence_length, lowercase=True):
@@ -71,7 +65,7 @@ def make_dataset(split, preprocessor, batch_size, task, shuffle=False,
     With `trim=True` each batch is cut to its longest sequence (dynamic
     shapes; not for TPUs). With `shuffle` and `epochs`, the batches of
     epochs `initial_epoch .. epochs - 1` in one stream, each epoch's order
-    fixed by `(seed, epoch)` (`common.shuffled_epochs`), so that a resumed
+    fixed by `(seed, epoch)` (`training.shuffled_epochs`), so that a resumed
     run sees the same batches as an uninterrupted one; `token_dropout`
     (training streams only) then drops tokens with a seed derived from
     `(seed, batch number)`, so that a resumed run drops the same ones.
@@ -101,7 +95,7 @@ def make_dataset(split, preprocessor, batch_size, task, shuffle=False,
     else:
         dataset = tf.data.Dataset.from_tensor_slices(columns)
     if shuffle and epochs is not None:
-        dataset = common.shuffled_epochs(
+        dataset = training.shuffled_epochs(
             dataset, len(split), batch_size, seed, epochs, initial_epoch,
             drop_remainder=drop_remainder)
     else:
@@ -199,12 +193,12 @@ def compile_model(model, task, learning_rate, total_steps,
                   ema_momentum=None):
     """AdamW with warmup + cosine decay (and a moving average of the weights
     with `ema_momentum`); cross-entropy or MSE (STS-B)."""
-    schedule = common.learning_rate_schedule(
+    schedule = training.learning_rate_schedule(
         learning_rate, total_steps, warmup_fraction
     )
     optimizer = keras.optimizers.AdamW(
         learning_rate=schedule, weight_decay=weight_decay, clipnorm=1.0,
-        **common.ema_options(ema_momentum),
+        **training.ema_options(ema_momentum),
     )
     optimizer.exclude_from_weight_decay(var_names=["bias", "gamma", "beta"])
     if task.is_regression:

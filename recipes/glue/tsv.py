@@ -13,7 +13,7 @@ import dataclasses
 import os
 import sys
 
-from recipes.common import DataError
+from recipes.core.data_files import DataError
 
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
 

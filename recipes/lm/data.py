@@ -26,8 +26,8 @@ import os
 
 import numpy as np
 
-from recipes.common import DataError
-from recipes.common import check_data_file
+from recipes.core.data_files import DataError
+from recipes.core.data_files import check_data_file
 
 SPLITS = ("train", "valid", "test")
 BUILTIN = "builtin"

@@ -1,11 +1,8 @@
 """The serving SavedModel: prompts in, generated text out."""
 
-from recipes import common
+from keras_synth.models import export_generator
 from recipes import serving
-
-common.require_tensorflow_backend()
-
-from keras_synth.models import export_generator  # noqa: E402
+from recipes.core import run_directory
 
 SIGNATURE = "generate"
 
@@ -30,7 +27,7 @@ def export_saved_model(path, lm):
         export_generator(lm, tmp)
         serving.write_readme(tmp, export_usage("path/to/export"))
 
-    common.atomic_write(path, write)
+    run_directory.atomic_write(path, write)
     return path
 
 

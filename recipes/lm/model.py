@@ -13,7 +13,7 @@ import tensorflow as tf
 from keras_synth.models import SynthesizerCausalLM
 from keras_synth.models import SynthesizerCausalLMBackbone
 from keras_synth.models import SynthesizerCausalLMPreprocessor
-from recipes import common
+from recipes.core import training
 from recipes.lm.data import SAMPLERS
 
 
@@ -40,11 +40,6 @@ def build_lm(tokenizer, args, stream):
     preprocessor = SynthesizerCausalLMPreprocessor(
         tokenizer, sequence_length=args.sequence_length,
         add_start_token=not stream, add_end_token=not stream)
-    if stream:
-        # keras-hub's `generate_preprocess` adds the start token whatever
-        # `add_start_token` says; a stream model never saw one.
-        preprocessor.build(None)
-        preprocessor.packer.start_value = None
     backbone = SynthesizerCausalLMBackbone(
         vocabulary_size=tokenizer.vocabulary_size(),
         num_layers=args.num_layers, num_heads=args.num_heads,
@@ -70,12 +65,12 @@ def without_preprocessor(lm):
 def compile_lm(lm, args, total_steps):
     """AdamW with linear warmup and cosine decay; the sampler for
     `generate`."""
-    schedule = common.learning_rate_schedule(
+    schedule = training.learning_rate_schedule(
         args.learning_rate, total_steps, args.warmup_fraction)
     optimizer = keras.optimizers.AdamW(
         learning_rate=schedule, weight_decay=args.weight_decay,
         beta_1=0.9, beta_2=0.99, clipnorm=1.0,
-        **common.ema_options(args.ema_momentum))
+        **training.ema_options(args.ema_momentum))
     optimizer.exclude_from_weight_decay(var_names=["bias", "gamma", "beta"])
     lm.compile(
         optimizer=optimizer,

@@ -12,7 +12,8 @@ import keras
 from keras_synth.models import SynthesizerCharTokenizer
 from keras_synth.models import SynthesizerTokenizer
 from keras_synth.models import learn_wordpiece_vocabulary
-from recipes import common
+from recipes.core import run_directory
+from recipes.core.vocabulary import load_vocabulary
 from recipes.lm.data import TOKENIZERS
 
 CHAR_RESERVED = ("[PAD]", "[CLS]", "[SEP]", "[UNK]")
@@ -140,7 +141,7 @@ def prepare_tokenizer(run_dir, args, train_text, log=print):
             with open(saved, encoding="utf-8") as f:
                 vocabulary = json.load(f)
         elif args.vocab_file:
-            vocabulary = common.load_vocabulary(args.vocab_file)
+            vocabulary = load_vocabulary(args.vocab_file)
     start = time.time()
     tokenizer = make_tokenizer(args.tokenizer, train_text, vocabulary,
                                args.vocab_size, args.lowercase)
@@ -150,7 +151,7 @@ def prepare_tokenizer(run_dir, args, train_text, log=print):
             f"{time.time() - start:.1f}s.")
     if run_dir.is_chief and not os.path.isfile(saved) and (
             args.tokenizer != "byte"):
-        common.write_json(saved, vocabulary_of(tokenizer))
+        run_directory.write_json(saved, vocabulary_of(tokenizer))
     return tokenizer
 
 

@@ -11,8 +11,8 @@ import importlib.resources
 import os
 import re
 
-from recipes.common import DataError
-from recipes.common import check_data_file
+from recipes.core.data_files import DataError
+from recipes.core.data_files import check_data_file
 
 SPLITS = ("train", "valid", "test")
 BUILTIN = "builtin"

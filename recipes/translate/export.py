@@ -1,11 +1,8 @@
 """The serving SavedModel: strings in, translations out."""
 
-from recipes import common
+from keras_synth.models import export_generator
 from recipes import serving
-
-common.require_tensorflow_backend()
-
-from keras_synth.models import export_generator  # noqa: E402
+from recipes.core import run_directory
 
 SIGNATURE = "translate"
 
@@ -37,7 +34,7 @@ def export_saved_model(path, lm):
                          output_name="translation")
         serving.write_readme(tmp, export_usage("path/to/export"))
 
-    common.atomic_write(path, write)
+    run_directory.atomic_write(path, write)
     return path
 
 

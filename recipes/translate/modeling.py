@@ -7,22 +7,18 @@ TensorFlow backend only (tf.data, tensorflow-text's WordPiece).
 
 import time
 
+import keras
 import numpy as np
+import tensorflow as tf
+from keras import ops
 
-from recipes import common
-
-common.require_tensorflow_backend()
-
-import keras  # noqa: E402
-import tensorflow as tf  # noqa: E402
-from keras import ops  # noqa: E402
-
-from keras_synth.models import SmoothedSparseCategoricalCrossentropy  # noqa
-from keras_synth.models import SynthesizerSeq2SeqBackbone  # noqa: E402
-from keras_synth.models import SynthesizerSeq2SeqLM  # noqa: E402
-from keras_synth.models import SynthesizerSeq2SeqLMPreprocessor  # noqa: E402
-from keras_synth.models import SynthesizerTokenizer  # noqa: E402
-from keras_synth.samplers import LengthPenaltyBeamSampler  # noqa: E402
+from keras_synth.models import SmoothedSparseCategoricalCrossentropy
+from keras_synth.models import SynthesizerSeq2SeqBackbone
+from keras_synth.models import SynthesizerSeq2SeqLM
+from keras_synth.models import SynthesizerSeq2SeqLMPreprocessor
+from keras_synth.models import SynthesizerTokenizer
+from keras_synth.samplers import LengthPenaltyBeamSampler
+from recipes.core import training
 
 FEATURES = ("encoder_token_ids", "encoder_padding_mask", "decoder_token_ids",
             "decoder_padding_mask")
@@ -113,14 +109,14 @@ def make_dataset(encoded, batch_size, shuffle=False, seed=0,
     `static_shapes` (XLA, TPU), which keeps every batch `(batch,
     max_length)`. With `shuffle` and `epochs`: the batches of epochs
     `initial_epoch .. epochs - 1` in one stream, each epoch's order fixed
-    by `(seed, epoch)` (`common.shuffled_epochs`), so that a resumed run
+    by `(seed, epoch)` (`training.shuffled_epochs`), so that a resumed run
     sees the batches an uninterrupted one sees.
     """
     dataset = tf.data.Dataset.from_tensor_slices((
         {key: encoded[key] for key in FEATURES}, encoded["labels"],
         encoded["weights"]))
     if shuffle and epochs is not None:
-        dataset = common.shuffled_epochs(
+        dataset = training.shuffled_epochs(
             dataset, encoded["kept"], batch_size, seed, epochs,
             initial_epoch, drop_remainder=drop_remainder)
     else:
@@ -200,7 +196,7 @@ def compile_lm(lm, learning_rate, warmup_steps, label_smoothing=0.1,
     `mixed_float16`, `compile` adds dynamic loss scaling."""
     schedule = InverseSqrtSchedule(learning_rate, warmup_steps)
     options = dict(learning_rate=schedule, beta_1=0.9, beta_2=0.98,
-                   epsilon=1e-9, **common.ema_options(ema_momentum))
+                   epsilon=1e-9, **training.ema_options(ema_momentum))
     optimizer = (keras.optimizers.AdamW(weight_decay=weight_decay, **options)
                  if weight_decay else keras.optimizers.Adam(**options))
     lm.compile(

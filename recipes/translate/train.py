@@ -23,7 +23,11 @@ import os
 import time
 
 from recipes import cli
-from recipes import common
+from recipes.core import flags
+from recipes.core import run_directory
+from recipes.core import runtime
+from recipes.core import training
+from recipes.core import vocabulary
 from recipes.translate import data as data_lib
 
 PROG = "python -m recipes.translate"
@@ -110,7 +114,7 @@ def build_parser():
                        "case is kept; BLEU is always computed against the "
                        "raw references).")
 
-    common.add_common_flags(
+    flags.add_common_flags(
         parser, default_batch_size=64, default_epochs=10,
         default_learning_rate=1e-3,
         model_dir_default="runs/translate/<dataset>-<src>-<tgt>-<variant>")
@@ -130,7 +134,7 @@ def build_parser():
     group.add_argument("--warmup_steps", type=int, default=None,
                        help="Warmup steps (the paper: 4000). Default: "
                        "--warmup_fraction of all training steps.")
-    common.add_time_budget_flag(group)
+    flags.add_time_budget_flag(group)
 
     group = parser.add_argument_group("decoding and outputs")
     group.add_argument("--beam_size", type=int, default=4,
@@ -154,7 +158,7 @@ def build_parser():
 # run can be decoded again with another beam size), and the length of
 # training (`--epochs`, `--time_budget_minutes`: a run can be trained
 # further; with a fixed `--warmup_steps` the schedule does not change).
-RUNTIME_FLAGS = common.RUNTIME_FLAGS | {
+RUNTIME_FLAGS = run_directory.RUNTIME_FLAGS | {
     "beam_size", "length_penalty", "decode_batch_size", "tgt_vocab_file",
     "epochs", "time_budget_minutes",
 }
@@ -165,16 +169,16 @@ def validate_args(args):
     data_lib.check_language_pair(args.src, args.tgt)
     for flag in ("synthesizer", "cross_attention_synthesizer"):
         setattr(args, flag,
-                common.canonical_synthesizer(flag, getattr(args, flag)))
+                flags.canonical_synthesizer(flag, getattr(args, flag)))
     for name in ("max_length", "num_layers", "hidden_dim", "num_heads",
                  "batch_size", "epochs", "learning_rate", "vocab_size",
                  "factorized_rank", "beam_size", "decode_batch_size"):
-        common.positive(name, getattr(args, name))
+        flags.positive(name, getattr(args, name))
     for name in ("max_train_examples", "intermediate_dim", "warmup_steps",
                  "time_budget_minutes"):
         if getattr(args, name) is not None:
-            common.positive(name, getattr(args, name))
-    common.check_ema_momentum(args.ema_momentum)
+            flags.positive(name, getattr(args, name))
+    flags.check_ema_momentum(args.ema_momentum)
     if args.max_length < 3:
         raise ValueError(f"Argument `--max_length` must be at least 3 "
                          f"([CLS], a token, [SEP]). Received: "
@@ -241,12 +245,12 @@ def score(hypotheses, references):
 def run(args, log=print):
     """Runs the recipe for parsed `args`; returns the results dict."""
     wall_start = time.time()
-    common.require_tensorflow_backend()
+    runtime.require_tensorflow_backend()
     validate_args(args)
     config = dict(vars(args))
     corpus = load_corpus(args)
     corpus["train"] = corpus["train"].head(args.max_train_examples)
-    run_dir = common.RunDirectory(args.model_dir, config,
+    run_dir = run_directory.RunDirectory(args.model_dir, config,
                                   runtime_flags=RUNTIME_FLAGS)
     log(f"Run directory: {run_dir.root}")
     log(f"Data ({args.dataset}, {args.src}->{args.tgt}): " + ", ".join(
@@ -258,25 +262,25 @@ def run(args, log=print):
     from recipes.translate import modeling
 
     keras.utils.set_random_seed(args.seed)
-    policy = common.configure_precision(args.mixed_precision)
+    policy = runtime.configure_precision(args.mixed_precision)
     train = corpus["train"]
     if args.vocab == "shared":
-        src_vocab = tgt_vocab = common.prepare_vocabulary(
+        src_vocab = tgt_vocab = vocabulary.prepare_vocabulary(
             run_dir, lambda: train.src + train.tgt,
             vocab_file=args.vocab_file, vocab_size=args.vocab_size,
             lowercase=args.lowercase, log=log)
     else:
-        src_vocab = common.prepare_vocabulary(
+        src_vocab = vocabulary.prepare_vocabulary(
             run_dir, lambda: train.src, vocab_file=args.vocab_file,
             vocab_size=args.vocab_size, lowercase=args.lowercase, log=log,
             filename=f"vocab.{args.src}.txt")
-        tgt_vocab = common.prepare_vocabulary(
+        tgt_vocab = vocabulary.prepare_vocabulary(
             run_dir, lambda: train.tgt, vocab_file=args.tgt_vocab_file,
             vocab_size=args.vocab_size, lowercase=args.lowercase, log=log,
             filename=f"vocab.{args.tgt}.txt")
     preprocessor = modeling.make_preprocessor(
         src_vocab, tgt_vocab, args.max_length, args.lowercase)
-    strategy = common.select_strategy(args.strategy, args.tpu)
+    strategy = runtime.select_strategy(args.strategy, args.tpu)
     log(f"Strategy: {type(strategy).__name__} with "
         f"{strategy.num_replicas_in_sync} replica(s); dtype policy {policy}.")
 
@@ -322,7 +326,7 @@ def run(args, log=print):
             ema_momentum=args.ema_momentum, beam_size=args.beam_size,
             length_penalty=args.length_penalty)
         initial_epoch = run_dir.restore(model)
-    parameters = common.count_params(model)
+    parameters = training.count_params(model)
     log(f"Model: SynthesizerSeq2SeqLM, {args.num_layers}+{args.num_layers} "
         "blocks, self-attention "
         f"{args.synthesizer!r}, cross-attention "
@@ -334,11 +338,11 @@ def run(args, log=print):
         log(f"Resuming after epoch {initial_epoch} from "
             f"{run_dir.checkpoint_path(initial_epoch)}.")
 
-    timer = common.make_steps_timer()
+    timer = training.make_steps_timer()
     callbacks = [timer] + run_dir.callbacks(tensorboard=args.tensorboard)
     budget = None
     if args.time_budget_minutes:
-        budget = common.make_time_budget_callback(args.time_budget_minutes)
+        budget = training.make_time_budget_callback(args.time_budget_minutes)
         callbacks.append(budget)
     train_start = time.time()
     if initial_epoch < args.epochs:
@@ -346,7 +350,7 @@ def run(args, log=print):
                   steps_per_epoch=steps_per_epoch, validation_data=valid_ds,
                   callbacks=callbacks, verbose=args.verbose, shuffle=False)
     else:
-        common.finalize_weights(model)
+        training.finalize_weights(model)
     train_time = time.time() - train_start
     history = run_dir.history()
     steps_per_second = (timer.steps_per_second if timer.steps else (
@@ -425,7 +429,7 @@ def run(args, log=print):
         "export_usage": (export_lib.export_usage(export_path)
                          if export_path else None),
         "args": config,
-        "environment": common.environment(),
+        "environment": runtime.environment(),
     }
     if run_dir.is_chief:
         path = run_dir.write_results(results)
@@ -439,5 +443,5 @@ def main(argv=None):
     paths = ["vocab_file", "tgt_vocab_file"] + [
         f"{split}_{side}" for split in data_lib.SPLITS
         for side in ("src", "tgt")]
-    return common.run_main(build_parser(), run, PROG, argv,
+    return runtime.run_main(build_parser(), run, PROG, argv,
                            input_paths=paths)

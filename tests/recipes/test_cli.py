@@ -182,8 +182,8 @@ def test_tf_logs_is_a_runtime_flag_of_every_recipe():
     for recipe, build_parser in PARSERS.items():
         args = build_parser().parse_args(required[recipe] + ["--tf_logs"])
         assert args.tf_logs is True
-    from recipes import common
-    assert "tf_logs" in common.RUNTIME_FLAGS
+    from recipes.core import run_directory
+    assert "tf_logs" in run_directory.RUNTIME_FLAGS
 
 
 @pytest.mark.parametrize("underscore, hyphen, dest, value", [

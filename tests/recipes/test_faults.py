@@ -16,7 +16,8 @@ import keras
 import numpy as np
 import pytest
 
-from recipes import common
+from recipes.core import run_directory
+from recipes.core import training
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -38,7 +39,7 @@ class Killed(Exception):
 
 def test_atomic_write_failure_keeps_the_previous_file(tmp_path):
     path = str(tmp_path / "state.json")
-    common.write_json(path, {"epoch": 1})
+    run_directory.write_json(path, {"epoch": 1})
 
     def half_written(tmp):
         with open(tmp, "w") as f:
@@ -46,14 +47,14 @@ def test_atomic_write_failure_keeps_the_previous_file(tmp_path):
         raise Killed()
 
     with pytest.raises(Killed):
-        common.atomic_write(path, half_written)
-    assert common.read_json(path) == {"epoch": 1}
+        run_directory.atomic_write(path, half_written)
+    assert run_directory.read_json(path) == {"epoch": 1}
     assert os.listdir(tmp_path) == ["state.json"]  # no temporary left
 
     # A first write that fails leaves no file at all.
     new = str(tmp_path / "results.json")
     with pytest.raises(Killed):
-        common.atomic_write(new, half_written)
+        run_directory.atomic_write(new, half_written)
     assert not os.path.exists(new)
 
 
@@ -69,18 +70,18 @@ def test_atomic_write_of_a_folder_replaces_it_whole(tmp_path):
                 raise Killed()
         return write
 
-    common.atomic_write(path, write_folder("one"))
+    run_directory.atomic_write(path, write_folder("one"))
     with pytest.raises(Killed):
-        common.atomic_write(path, write_folder("two", fail=True))
+        run_directory.atomic_write(path, write_folder("two", fail=True))
     assert open(os.path.join(path, "saved_model.pb")).read() == "one"
     assert sorted(os.listdir(tmp_path)) == ["export"]
-    common.atomic_write(path, write_folder("three"))
+    run_directory.atomic_write(path, write_folder("three"))
     assert open(os.path.join(path, "saved_model.pb")).read() == "three"
     assert sorted(os.listdir(tmp_path)) == ["export"]
 
 
 def test_restart_removes_what_a_killed_write_left(tmp_path):
-    run_dir = common.RunDirectory(str(tmp_path), {"a": 1})
+    run_dir = run_directory.RunDirectory(str(tmp_path), {"a": 1})
     os.makedirs(run_dir.checkpoint_dir)
     # What SIGKILL leaves (no `except` runs): temporaries of another pid.
     leftovers = [
@@ -91,19 +92,19 @@ def test_restart_removes_what_a_killed_write_left(tmp_path):
         with open(leftover, "w") as f:
             f.write("half")
     os.makedirs(os.path.join(run_dir.root, ".tmp-99-export", "variables"))
-    common.RunDirectory(str(tmp_path), {"a": 1})
+    run_directory.RunDirectory(str(tmp_path), {"a": 1})
     assert sorted(os.listdir(tmp_path)) == ["args.json", "checkpoints"]
     assert os.listdir(run_dir.checkpoint_dir) == []
-    assert common.temporary_path(leftovers[0]).endswith(".weights.h5")
+    assert run_directory.temporary_path(leftovers[0]).endswith(".weights.h5")
 
 
 # Writes `path` as a folder holding `saved_model.pb` = `content` with
-# `common.atomic_write`, and SIGKILLs itself at `kill_point`: while writing,
-# after the first rename (the previous folder moved aside) or after the
-# second (the new folder in place, the previous one not yet removed).
+# `run_directory.atomic_write`, and SIGKILLs itself at `kill_point`:
+# while writing, after the first rename (the previous folder moved aside) or
+# after the second (the new folder in place, the previous one not yet removed).
 _KILLED_FOLDER_WRITE = """
 import os, signal, sys
-from recipes import common
+from recipes.core import run_directory
 
 path, content, kill_point = sys.argv[1:]
 renames = []
@@ -124,7 +125,7 @@ def write(tmp):
     if kill_point == "while writing":
         os.kill(os.getpid(), signal.SIGKILL)
 
-common.atomic_write(path, write)
+run_directory.atomic_write(path, write)
 """
 
 
@@ -135,9 +136,9 @@ common.atomic_write(path, write)
 ])
 def test_sigkill_while_replacing_an_export_folder_recovers(
         tmp_path, kill_point, recovered):
-    run_dir = common.RunDirectory(str(tmp_path), {"a": 1})
+    run_dir = run_directory.RunDirectory(str(tmp_path), {"a": 1})
     export = run_dir.path("export")
-    common.atomic_write(export, lambda tmp: (
+    run_directory.atomic_write(export, lambda tmp: (
         os.makedirs(os.path.join(tmp, "variables")),
         open(os.path.join(tmp, "saved_model.pb"), "w").write("one")))
     env = dict(os.environ, PYTHONPATH=REPO)
@@ -150,12 +151,13 @@ def test_sigkill_while_replacing_an_export_folder_recovers(
     if kill_point == "after rename 1":
         # Killed between the renames: no export, both versions aside.
         assert "export" not in left, left
-        assert len([n for n in left if n.startswith(common.TMP_PREFIX)]) == 2
+        assert len([n for n in left
+                    if n.startswith(run_directory.TMP_PREFIX)]) == 2
     else:
         assert "export" in left, left
 
     # A restart (same arguments) finds the complete export.
-    common.RunDirectory(str(tmp_path), {"a": 1})
+    run_directory.RunDirectory(str(tmp_path), {"a": 1})
     assert sorted(os.listdir(tmp_path)) == ["args.json", "export"]
     assert sorted(os.listdir(export)) == ["saved_model.pb", "variables"]
     with open(os.path.join(export, "saved_model.pb")) as f:
@@ -165,7 +167,7 @@ def test_sigkill_while_replacing_an_export_folder_recovers(
 def test_a_failed_second_rename_puts_the_previous_folder_back(tmp_path,
                                                               monkeypatch):
     path = str(tmp_path / "export")
-    common.atomic_write(path, lambda tmp: os.makedirs(
+    run_directory.atomic_write(path, lambda tmp: os.makedirs(
         os.path.join(tmp, "one")))
     replace = os.replace
     failures = []
@@ -178,7 +180,7 @@ def test_a_failed_second_rename_puts_the_previous_folder_back(tmp_path,
 
     monkeypatch.setattr(os, "replace", second_rename_fails)
     with pytest.raises(OSError, match="disk full"):
-        common.atomic_write(path, lambda tmp: os.makedirs(
+        run_directory.atomic_write(path, lambda tmp: os.makedirs(
             os.path.join(tmp, "two")))
     assert len(failures) == 1 and not os.path.isdir(failures[0])
     assert os.listdir(tmp_path) == ["export"]
@@ -188,10 +190,10 @@ def test_a_failed_second_rename_puts_the_previous_folder_back(tmp_path,
 def test_history_keeps_one_line_per_checkpointed_epoch(tmp_path):
     # Killed after writing epoch 2's line (twice over two earlier kills)
     # and half of epoch 3's line, with epoch 1 the last checkpoint.
-    run_dir = common.RunDirectory(str(tmp_path), {"a": 1})
+    run_dir = run_directory.RunDirectory(str(tmp_path), {"a": 1})
     os.makedirs(run_dir.checkpoint_dir)
-    common.write_json(os.path.join(run_dir.checkpoint_dir, "state.json"),
-                      {"epoch": 1})
+    run_directory.write_json(
+        os.path.join(run_dir.checkpoint_dir, "state.json"), {"epoch": 1})
     with open(run_dir.path("history.jsonl"), "w") as f:
         f.write('{"epoch": 1, "loss": 0.5}\n{"epoch": 2, "loss": 0.4}\n'
                 '{"epoch": 2, "loss": 0.4}\n{"epoch": 3, "lo')
@@ -212,7 +214,7 @@ def _tiny_model(seed):
 
 @tensorflow_only
 def test_kill_while_checkpointing_restarts_from_last_complete(tmp_path):
-    run_dir = common.RunDirectory(str(tmp_path), {"a": 1})
+    run_dir = run_directory.RunDirectory(str(tmp_path), {"a": 1})
     model = _tiny_model(0)
     checkpoint = run_dir.callbacks(tensorboard=False)[0]
     checkpoint.set_model(model)
@@ -237,7 +239,7 @@ def test_kill_while_checkpointing_restarts_from_last_complete(tmp_path):
         "epoch-001.weights.h5", "state.json"]
 
     # A restart loads epoch 1 and drops epoch 2's history line.
-    restarted = common.RunDirectory(str(tmp_path), {"a": 1})
+    restarted = run_directory.RunDirectory(str(tmp_path), {"a": 1})
     fresh = _tiny_model(1)
     assert restarted.restore(fresh) == 1
     for a, b in zip(fresh.get_weights(), saved):
@@ -252,7 +254,7 @@ def test_shuffled_epochs_depend_only_on_seed_and_epoch():
     data = tf.data.Dataset.range(10)
 
     def batches(initial_epoch, seed=0):
-        return [b.numpy().tolist() for b in common.shuffled_epochs(
+        return [b.numpy().tolist() for b in training.shuffled_epochs(
             data, 10, 4, seed, 3, initial_epoch)]
 
     full = batches(0)
@@ -265,7 +267,7 @@ def test_shuffled_epochs_depend_only_on_seed_and_epoch():
         seen = sum(full[2 * epoch:2 * epoch + 2], [])
         assert len(set(seen)) == 8 and set(seen) <= set(range(10))
     with pytest.raises(ValueError, match="initial_epoch=4"):
-        common.shuffled_epochs(data, 10, 4, 0, 3, 4)
+        training.shuffled_epochs(data, 10, 4, 0, 3, 4)
 
 
 # ------------------------------------------------------- SIGKILL, resume
@@ -331,7 +333,7 @@ def test_sigkill_mid_epoch_resumes_with_the_same_metrics(tmp_path):
     assert batch_lines[-1] == ["batch-end", "epoch=2", "batch=5"]
     assert len(batch_lines) == steps + 5  # all of epoch 1, 5 of epoch 2
     # Killed in epoch 2 (5 of its batches done), after epoch 1's checkpoint.
-    assert common.read_json(state) == {"epoch": 1}
+    assert run_directory.read_json(state) == {"epoch": 1}
     assert not os.path.exists(os.path.join(killed_dir, "checkpoints",
                                            "epoch-002.weights.h5"))
     assert not os.path.exists(os.path.join(killed_dir, "results.json"))
@@ -343,8 +345,8 @@ def test_sigkill_mid_epoch_resumes_with_the_same_metrics(tmp_path):
     assert "Epoch 1/3" not in out and "Epoch 2/3" in out
     _finish(_start(clean_dir))
 
-    killed = common.read_json(os.path.join(killed_dir, "results.json"))
-    clean = common.read_json(os.path.join(clean_dir, "results.json"))
+    killed = run_directory.read_json(os.path.join(killed_dir, "results.json"))
+    clean = run_directory.read_json(os.path.join(clean_dir, "results.json"))
     assert killed["resumed_from_epoch"] == 1
     assert clean["resumed_from_epoch"] == 0
     assert killed["optimizer_steps"] == clean["optimizer_steps"] == 3 * steps
@@ -383,4 +385,4 @@ def test_sigkill_mid_epoch_resumes_with_the_same_metrics(tmp_path):
     # Nothing half-written or temporary is left behind.
     for root, dirs, files in os.walk(killed_dir):
         assert not [n for n in dirs + files
-                    if n.startswith(common.TMP_PREFIX)], root
+                    if n.startswith(run_directory.TMP_PREFIX)], root

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from recipes.common import DataError
+from recipes.core.data_files import DataError
 from recipes.glue import loading, tasks, tsv
 from tests.recipes.glue_files import GLUE_FILES, write_glue_task
 

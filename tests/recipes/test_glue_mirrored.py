@@ -34,7 +34,8 @@ SCRIPT = textwrap.dedent(
 
     import keras
     import numpy as np
-    from recipes import common
+    from recipes.core import runtime
+    from recipes.core import vocabulary
     from recipes.glue import loading, tasks, train
     from recipes.glue import model as model_lib
 
@@ -42,7 +43,7 @@ SCRIPT = textwrap.dedent(
     data, _, _ = loading.load_task_data(task)
     texts = data.column(0)[:16]
     labels = np.asarray(data.labels[:16], dtype="int32")
-    vocab = common.learn_wordpiece_vocabulary(data.column(0)[:500], 200)
+    vocab = vocabulary.learn_wordpiece_vocabulary(data.column(0)[:500], 200)
     pre = model_lib.make_preprocessor(vocab, 24)
 
     def first_step(strategy, weights=None):
@@ -68,8 +69,8 @@ SCRIPT = textwrap.dedent(
                          shuffle=False).history["loss"][0]
         return initial, model.get_weights(), loss
 
-    one = common.select_strategy("one_device")
-    mirrored = common.select_strategy("mirrored")
+    one = runtime.select_strategy("one_device")
+    mirrored = runtime.select_strategy("mirrored")
     initial, after_one, loss_one = first_step(one)
     _, after_two, loss_two = first_step(mirrored, initial)
     changed = max(float(np.abs(a - b).max())

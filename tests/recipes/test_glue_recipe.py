@@ -20,7 +20,10 @@ import tensorflow as tf  # noqa: E402
 
 from keras_synth.layers import SynthesizerAttention  # noqa: E402
 from keras_synth.layers import SynthesizerEncoder  # noqa: E402
-from recipes import common  # noqa: E402
+from recipes.core import run_directory  # noqa: E402
+from recipes.core import runtime  # noqa: E402
+from recipes.core import training  # noqa: E402
+from recipes.core import vocabulary  # noqa: E402
 from recipes.glue import loading, tasks  # noqa: E402
 from recipes.glue import model as model_lib  # noqa: E402
 from recipes.glue import train as train_lib  # noqa: E402
@@ -29,7 +32,7 @@ from tests.recipes.glue_files import write_glue_task  # noqa: E402
 TINY = ["--max_length=24", "--hidden_dim=16", "--num_heads=2",
         "--num_layers=1", "--vocab_size=200", "--batch_size=16",
         "--verbose=0", "--learning_rate=3e-3"]
-VOCAB = list(common.RESERVED_TOKENS) + [
+VOCAB = list(vocabulary.RESERVED_TOKENS) + [
     "the", "cat", "sat", "on", "mat", "a", "dog", "##s", "."]
 
 
@@ -114,14 +117,14 @@ def test_tfds_loading_with_mock_data(task_name):
 
 def _reload_and_compare(run_dir, task, argv_model, texts):
     """The SavedModel (raw strings in) agrees with the Keras model."""
-    vocab = common.load_vocabulary(os.path.join(run_dir, "vocab.txt"))
+    vocab = vocabulary.load_vocabulary(os.path.join(run_dir, "vocab.txt"))
     args = train_lib.build_parser().parse_args(argv_model)
     model, _ = model_lib.build_model(
         vocab_size=len(vocab), num_classes=task.num_classes,
         num_segments=task.num_segments, sequence_length=args.max_length,
         synthesizer=args.synthesizer, hidden_dim=args.hidden_dim,
         num_layers=args.num_layers, num_heads=args.num_heads)
-    last = common.read_json(os.path.join(run_dir, "checkpoints",
+    last = run_directory.read_json(os.path.join(run_dir, "checkpoints",
                                          "state.json"))["epoch"]
     model.load_weights(os.path.join(
         run_dir, "checkpoints", f"epoch-{last:03d}.weights.h5"))
@@ -191,7 +194,7 @@ def test_builtin_end_to_end_train_resume_export(tmp_path, monkeypatch):
     with pytest.raises(Interrupted):
         run(argv)
     monkeypatch.setattr(train_lib, "_eval_callback", make_eval)
-    state = common.read_json(os.path.join(run_dir, "checkpoints",
+    state = run_directory.read_json(os.path.join(run_dir, "checkpoints",
                                           "state.json"))
     assert state == {"epoch": 1}
     assert not os.path.exists(os.path.join(run_dir, "results.json"))
@@ -205,7 +208,7 @@ def test_builtin_end_to_end_train_resume_export(tmp_path, monkeypatch):
     assert results["optimizer_steps"] == 2 * steps  # optimizer state kept
     assert [h["epoch"] for h in results["history"]] == [1, 2]
     assert "dev_accuracy" in results["history"][0]
-    saved = common.read_json(os.path.join(run_dir, "results.json"))
+    saved = run_directory.read_json(os.path.join(run_dir, "results.json"))
     assert saved["task"] == "builtin"
     assert saved["synthesizer"] == "random+vanilla"
     # The final dev accuracy is that of the last epoch's evaluation (same
@@ -294,7 +297,7 @@ def test_bad_input_is_one_clear_error(tmp_path, capsys, argv, message):
 def test_mixed_precision_and_jit_compile_train(precision, jit_compile):
     task = tasks.get_task("sst2")
     try:
-        common.configure_precision(precision)
+        runtime.configure_precision(precision)
         model, _ = model_lib.build_model(
             vocab_size=len(VOCAB), num_classes=2, num_segments=1,
             sequence_length=12, synthesizer="random+vanilla", hidden_dim=8,
@@ -358,7 +361,7 @@ def test_ema_weights_are_evaluated_and_restored(tmp_path):
                 momentum * a + (1 - momentum) * w
                 for a, w in zip(average, weights)]
 
-    run_dir = common.RunDirectory(str(tmp_path / "run"), {"test": 1})
+    run_dir = run_directory.RunDirectory(str(tmp_path / "run"), {"test": 1})
     model = make_model()
     model.fit(inputs, labels, batch_size=2, epochs=1, shuffle=False,
               verbose=0, callbacks=[Record()] + run_dir.callbacks(
@@ -373,7 +376,7 @@ def test_ema_weights_are_evaluated_and_restored(tmp_path):
     assert run_dir.restore(restarted) == 1
     for got, want in zip(restarted.trainable_variables, raw[-1]):
         np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)
-    common.finalize_weights(restarted)
+    training.finalize_weights(restarted)
     for got, want in zip(restarted.trainable_variables, final):
         np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)
     np.testing.assert_allclose(restarted.predict(inputs, verbose=0),
@@ -399,7 +402,7 @@ def test_token_dropout_is_seeded_and_spares_special_tokens():
 
     plain, dropped = batches(0, 0.0), batches(0, 0.5)
     assert len(plain) == len(dropped) == 12
-    cls_sep = [VOCAB.index(common.CLS), VOCAB.index(common.SEP)]
+    cls_sep = [VOCAB.index(vocabulary.CLS), VOCAB.index(vocabulary.SEP)]
     kept = removed = 0
     for a, b in zip(plain, dropped):
         np.testing.assert_array_equal(a["token_ids"], b["token_ids"])

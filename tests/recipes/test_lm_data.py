@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
-from recipes.common import DataError
+from recipes.core.data_files import DataError
 from recipes.lm import data as data_lib
 
 

@@ -20,7 +20,8 @@ if keras.backend.backend() != "tensorflow":
 
 import tensorflow as tf  # noqa: E402
 
-from recipes import common  # noqa: E402
+from recipes.core import data_files  # noqa: E402
+from recipes.core import training  # noqa: E402
 from recipes.lm import data as data_lib  # noqa: E402
 from recipes.lm import model as model_lib  # noqa: E402
 from recipes.lm import tokenizers  # noqa: E402
@@ -88,7 +89,7 @@ def test_tfds_set_without_text_feature_is_refused():
     import tensorflow_datasets as tfds
 
     with tfds.testing.mock_data(num_examples=2):
-        with pytest.raises(common.DataError, match=r"no `text` feature"):
+        with pytest.raises(data_files.DataError, match=r"no `text` feature"):
             data_lib.load_tfds("mnist")
 
 
@@ -154,7 +155,7 @@ def test_end_to_end_interrupt_resume_evaluate_export(tmp_path, monkeypatch):
 
     # The same run killed at the start of epoch 2, then started again.
     model_dir = tmp_path / "run"
-    make_timer = common.make_steps_timer
+    make_timer = training.make_steps_timer
 
     def interrupting_timer():
         timer = make_timer()
@@ -168,7 +169,7 @@ def test_end_to_end_interrupt_resume_evaluate_export(tmp_path, monkeypatch):
         timer.on_epoch_begin = on_epoch_begin
         return timer
 
-    monkeypatch.setattr(common, "make_steps_timer", interrupting_timer)
+    monkeypatch.setattr(training, "make_steps_timer", interrupting_timer)
     with pytest.raises(Interrupted):
         run(TINY + [f"--model_dir={model_dir}", "--no_export"])
     monkeypatch.undo()
@@ -222,3 +223,5 @@ def test_bad_arguments_name_the_flag(tmp_path):
         run(TINY + ["--vocab_file=v.txt", f"--model_dir={tmp_path}"])
     with pytest.raises(ValueError, match=r"--synthesizer"):
         run(TINY + ["--synthesizer=nope", f"--model_dir={tmp_path}"])
+    with pytest.raises(ValueError, match=r"--prompts` holds an empty prompt"):
+        run(TINY + ["--prompts", "RO", "", f"--model_dir={tmp_path}"])

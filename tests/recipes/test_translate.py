@@ -8,7 +8,6 @@ import json
 import os
 
 import keras
-import numpy as np
 import pytest
 
 if keras.backend.backend() != "tensorflow":
@@ -21,15 +20,16 @@ if keras.backend.backend() != "tensorflow":
 
 import tensorflow as tf  # noqa: E402
 
-from recipes import common  # noqa: E402
+from recipes.core import run_directory  # noqa: E402
+from recipes.core import vocabulary  # noqa: E402
 from recipes.translate import data as data_lib  # noqa: E402
 from recipes.translate import modeling  # noqa: E402
 from recipes.translate import train as train_lib  # noqa: E402
 
-VOCAB = list(common.RESERVED_TOKENS) + [
+VOCAB = list(vocabulary.RESERVED_TOKENS) + [
     "ein", "hund", "a", "dog", "runs", "läuft", "##s", ".", ",", "-", "'",
     "t", "shirt", "man", "Ein", "A"]
-TARGET_VOCAB = list(common.RESERVED_TOKENS) + ["a", "dog", "runs", "."]
+TARGET_VOCAB = list(vocabulary.RESERVED_TOKENS) + ["a", "dog", "runs", "."]
 
 
 def test_preprocessor_packs_and_detokenizes_as_written():
@@ -209,12 +209,12 @@ def _assert_scores(results, split, hypotheses, references):
 def _restore(model_dir):
     """The trained model, rebuilt, loaded from the last checkpoint, with
     its preprocessor."""
-    vocab = common.load_vocabulary(os.path.join(model_dir, "vocab.txt"))
+    vocab = vocabulary.load_vocabulary(os.path.join(model_dir, "vocab.txt"))
     lm = modeling.build_lm(len(vocab), len(vocab), 24, "random+vanilla",
                            hidden_dim=32, num_layers=1, num_heads=2,
                            dropout=0.0)
     modeling.compile_lm(lm, 3e-3, 10, beam_size=2)
-    run_dir = common.RunDirectory(model_dir, common.read_json(
+    run_dir = run_directory.RunDirectory(model_dir, run_directory.read_json(
         os.path.join(model_dir, "args.json")))
     assert run_dir.restore(lm) == 3
     lm.preprocessor = modeling.make_preprocessor(vocab, vocab, 24)

@@ -7,7 +7,7 @@ import os
 import keras
 import pytest
 
-from recipes.common import DataError
+from recipes.core.data_files import DataError
 from recipes.translate import data as data_lib
 from recipes.translate import train as train_lib
 

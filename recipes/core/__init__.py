@@ -1,0 +1,15 @@
+"""What every recipe shares, one concern a module.
+
+- `flags`: the shared command-line flags and their validators.
+- `runtime`: the TensorFlow backend requirement, tf.distribute strategies,
+  precision, the chief process, and the entry point `run_main`.
+- `data_files`: `DataError` and data-file checks.
+- `vocabulary`: WordPiece vocabularies (learned, read, saved).
+- `run_directory`: `RunDirectory`, atomic writes, JSON files and the
+  recovery of what a killed run left behind.
+- `training`: schedule, moving average, epoch checkpoint, resumable epoch
+  streams, steps timer and time budget.
+
+Importing these modules needs no TensorFlow and does not select a Keras
+backend: the TensorFlow-specific helpers import it when called.
+"""

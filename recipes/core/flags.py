@@ -1,0 +1,155 @@
+"""The command-line flags every recipe shares, and their validators.
+
+Pure Python: building a parser imports neither Keras nor TensorFlow.
+"""
+
+from recipes.core.runtime import PRECISIONS
+from recipes.core.runtime import STRATEGIES
+
+
+def add_common_flags(parser, default_batch_size=32, default_epochs=3,
+                     default_learning_rate=1e-3, model_dir_default=None):
+    """Adds the flags every recipe shares to an `argparse.ArgumentParser`.
+
+    `model_dir_default` is the text `--help` shows as `--model_dir`'s
+    default (the recipe derives the folder from other flags).
+    """
+    from recipes import cli
+
+    group = parser.add_argument_group("training (shared by all recipes)")
+    group.add_argument("--model_dir", default=None,
+                       help="Run directory: checkpoints (resumed when the "
+                       "run is started again with the same arguments), "
+                       "TensorBoard logs, results.json, vocabulary, export."
+                       + (f" Default: {model_dir_default}."
+                          if model_dir_default else ""))
+    group.add_argument("--vocab_file", default=None,
+                       help="WordPiece vocabulary (one token a line); "
+                       "learned from the training split when not given.")
+    group.add_argument("--vocab_size", type=int, default=8000,
+                       help="Size of the learned WordPiece vocabulary.")
+    group.add_argument("--batch_size", type=int, default=default_batch_size,
+                       help="Global batch size (split over the replicas).")
+    group.add_argument("--epochs", type=int, default=default_epochs,
+                       help="Passes over the training data.")
+    group.add_argument("--learning_rate", type=float,
+                       default=default_learning_rate,
+                       help="Peak learning rate (linear warmup, cosine "
+                       "decay, AdamW).")
+    group.add_argument("--warmup_fraction", type=float, default=0.1,
+                       help="Linear warmup as a fraction of all training "
+                       "steps.")
+    group.add_argument("--weight_decay", type=float, default=0.01,
+                       help="AdamW's decoupled weight decay (0: Adam).")
+    group.add_argument("--ema_momentum", type=float, default=None,
+                       help="Keep an exponential moving average of the "
+                       "weights with this momentum (e.g. 0.999) and "
+                       "evaluate and export it; the per-epoch log lines "
+                       "show the raw weights. Off by default.")
+    group.add_argument("--seed", type=int, default=0,
+                       help="Random seed: initial weights, data order, "
+                       "dropout.")
+    group.add_argument("--strategy", choices=STRATEGIES, default="one_device",
+                       help="tf.distribute strategy: one device, "
+                       "MirroredStrategy (all local GPUs, else all logical "
+                       "CPUs), MultiWorkerMirroredStrategy (from TF_CONFIG) "
+                       "or TPUStrategy (--tpu).")
+    group.add_argument("--tpu", default=None,
+                       help="TPU name or grpc:// address for --strategy=tpu "
+                       "('local' for a TPU VM).")
+    group.add_argument("--mixed_precision", choices=PRECISIONS,
+                       default="float32",
+                       help="Compute dtype; float16 uses loss scaling.")
+    group.add_argument("--jit_compile", action="store_true",
+                       help="Compile the train step with XLA (off by "
+                       "default).")
+    group.add_argument("--verbose", type=int, choices=(0, 1, 2), default=2,
+                       help="Keras progress output: 0 none, 1 progress "
+                       "bars, 2 one line per epoch.")
+    cli.add_log_flag(group)
+    return group
+
+
+SYNTHESIZERS_HELP = ("vanilla, dense, random, fixed_random, "
+                     "factorized_dense, factorized_random, or a mixture such "
+                     "as random+vanilla")
+
+
+def add_model_flags(group, blocks, num_layers, hidden_dim,
+                    synthesizer_help="Attention variant"):
+    """Adds the architecture flags the recipes share to an argument group:
+    `--synthesizer`, `--num_layers` (of `blocks`), `--hidden_dim`,
+    `--num_heads`, `--intermediate_dim`, `--dropout`, `--factorized_rank`.
+    """
+    group.add_argument("--synthesizer", default="random+vanilla",
+                       help=f"{synthesizer_help}: {SYNTHESIZERS_HELP}.")
+    group.add_argument("--num_layers", type=int, default=num_layers,
+                       help=f"Number of {blocks} blocks.")
+    group.add_argument("--hidden_dim", type=int, default=hidden_dim,
+                       help="Model width (embeddings and blocks).")
+    group.add_argument("--num_heads", type=int, default=4,
+                       help="Attention heads per block.")
+    group.add_argument("--intermediate_dim", type=int, default=None,
+                       help="Feedforward width (default: 4 x "
+                       "--hidden_dim).")
+    group.add_argument("--dropout", type=float, default=0.1,
+                       help="Dropout rate of the embeddings, attention, "
+                       "feedforward (and classification head).")
+    group.add_argument("--factorized_rank", type=int, default=8,
+                       help="Rank of factorized_random (the paper's r).")
+
+
+def add_output_switches(group, attention_plot=False):
+    """Adds `--no_export` and `--no_tensorboard` (and, with
+    `attention_plot`, `--no_attention_plot`) to an argument group."""
+    group.add_argument("--no_export", dest="export", action="store_false",
+                       help="Skip the SavedModel export (by default it is "
+                       "written to <model_dir>/export).")
+    if attention_plot:
+        group.add_argument("--no_attention_plot", dest="attention_plot",
+                           action="store_false",
+                           help="Skip attention.png (by default it is "
+                           "drawn).")
+    group.add_argument("--no_tensorboard", dest="tensorboard",
+                       action="store_false",
+                       help="Skip the TensorBoard logs (by default written "
+                       "to <model_dir>/logs).")
+
+
+def add_time_budget_flag(group):
+    """Adds `--time_budget_minutes` (see `make_time_budget_callback`)."""
+    group.add_argument("--time_budget_minutes", type=float, default=None,
+                       help="Stop training after this many minutes (the "
+                       "epoch in progress ends early and is saved), e.g. "
+                       "to compare variants at the same budget.")
+
+
+def positive(name, value):
+    """Raises a ValueError unless `value` is a positive number."""
+    if value is None or value <= 0:
+        raise ValueError(
+            f"Argument `--{name}` must be positive. Received: --{name}={value}"
+        )
+
+
+def check_ema_momentum(value):
+    """Raises a ValueError unless `--ema_momentum` is None or in (0, 1)."""
+    if value is not None and not 0.0 < value < 1.0:
+        raise ValueError(
+            "Argument `--ema_momentum` must be in (0, 1), e.g. 0.999. "
+            f"Received: --ema_momentum={value}"
+        )
+
+
+def canonical_synthesizer(flag, value):
+    """`--flag=value` as `SynthesizerAttention` spells variants (`"a+b"`).
+
+    Raises:
+        ValueError: naming the flag, for an unknown variant.
+    """
+    from keras_synth.layers.synthesizer_attention import parse_synthesizer
+
+    try:
+        return "+".join(parse_synthesizer(value))
+    except ValueError as error:
+        raise ValueError(f"Argument `--{flag}`: {error}") from None

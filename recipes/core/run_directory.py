@@ -1,0 +1,270 @@
+"""The run directory: one configuration, its checkpoints, history and
+results, written atomically so that a killed run never leaves a
+half-written file that a restart would load."""
+
+import json
+import os
+
+from recipes.core.runtime import is_chief
+
+# Flags that don't change what a run computes: a run directory may be reused
+# with different values (e.g. resume a run on another machine).
+RUNTIME_FLAGS = frozenset(
+    {"model_dir", "strategy", "tpu", "verbose", "tensorboard", "export",
+     "jit_compile", "data_dir", "vocab_file", "tfds_data_dir", "tf_logs"}
+)
+
+
+TMP_PREFIX = ".tmp-"
+
+
+def temporary_path(path):
+    """A temporary name for `path` in the same folder (so that renaming it
+    to `path` is atomic); it keeps `path`'s ending (e.g. `.weights.h5`)."""
+    folder, name = os.path.split(os.path.abspath(path))
+    return os.path.join(folder, f"{TMP_PREFIX}{os.getpid()}-{name}")
+
+
+def atomic_write(path, write):
+    """Calls `write(tmp)` to write a file or folder at a temporary name next
+    to `path`, then renames it to `path`.
+
+    A process killed (or an exception raised) while writing leaves `path`
+    as it was: absent, or the previous complete version. A folder replaces
+    the previous folder: the previous one is moved aside (to
+    `_old_folder_path(path)`), the new one renamed to `path`, then the
+    previous one removed. A process killed between those two renames
+    leaves no `path` but a complete new folder, which
+    `remove_temporary_files` renames to `path`; it removes every other
+    leftover temporary name.
+    """
+    import shutil
+
+    tmp = temporary_path(path)
+    old = _old_folder_path(path)
+    if os.path.isdir(tmp):
+        shutil.rmtree(tmp)
+    try:
+        write(tmp)
+        if os.path.isfile(tmp):
+            with open(tmp, "rb") as f:
+                os.fsync(f.fileno())
+        if os.path.isdir(tmp) and os.path.isdir(path):
+            # From here on `tmp` is complete: a restart keeps it.
+            os.replace(path, old)
+            os.replace(tmp, path)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, path)
+    except BaseException:
+        if os.path.isdir(old) and not os.path.exists(path):
+            os.replace(old, path)
+        if os.path.isdir(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
+        elif os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    return path
+
+
+_OLD_PREFIX = f"{TMP_PREFIX}old-"
+
+
+def _old_folder_path(path):
+    """Where `atomic_write` moves the previous folder `path` aside."""
+    folder, name = os.path.split(os.path.abspath(path))
+    return os.path.join(folder, f"{_OLD_PREFIX}{os.getpid()}-{name}")
+
+
+def _recover_replaced_folders(folder):
+    """Finishes folder replacements that a kill interrupted between their
+    two renames: the previous folder is aside and `name` is missing, so
+    the new folder (complete: the previous one is moved aside only once the
+    new one is written) becomes `name`, or, if it is gone, the previous
+    folder comes back."""
+    for entry in os.listdir(folder):
+        if not entry.startswith(_OLD_PREFIX):
+            continue
+        pid, sep, name = entry[len(_OLD_PREFIX):].partition("-")
+        if not (pid.isdigit() and sep and name):
+            continue
+        path = os.path.join(folder, name)
+        new = os.path.join(folder, f"{TMP_PREFIX}{pid}-{name}")
+        if os.path.exists(path):
+            continue
+        if os.path.isdir(new):
+            os.replace(new, path)
+        else:
+            os.replace(os.path.join(folder, entry), path)
+
+
+def remove_temporary_files(folder):
+    """Removes what an interrupted `atomic_write` left in `folder`, after
+    completing a folder replacement killed between its two renames."""
+    import shutil
+
+    if not os.path.isdir(folder):
+        return []
+    _recover_replaced_folders(folder)
+    removed = []
+    for name in os.listdir(folder):
+        if name.startswith(TMP_PREFIX):
+            path = os.path.join(folder, name)
+            if os.path.isdir(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                os.remove(path)
+            removed.append(path)
+    return removed
+
+
+def write_json(path, data):
+    """Writes `data` as indented JSON, atomically (tmp file + rename)."""
+    def write(tmp):
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=2, sort_keys=False, default=str)
+            f.write("\n")
+
+    atomic_write(path, write)
+
+
+def read_json(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+class RunDirectory:
+    """A run directory: configuration, checkpoints, logs and results.
+
+    Layout:
+        args.json            the run's arguments (checked on resume)
+        vocab.txt            the vocabulary
+        checkpoints/         `epoch-NNN.weights.h5` (model and optimizer)
+                             and `state.json` (the last finished epoch)
+        history.jsonl        one line of metrics per finished epoch
+        logs/                TensorBoard
+        results.json         the final results
+
+    A run directory belongs to one configuration: starting it again with
+    different arguments (other than `RUNTIME_FLAGS`) raises a ValueError
+    naming the differences, instead of mixing two runs.
+
+    Args:
+        path: the directory (created).
+        config: a dict of the run's arguments (`vars(args)`).
+        runtime_flags: keys that may differ between starts.
+    """
+
+    def __init__(self, path, config, runtime_flags=RUNTIME_FLAGS):
+        self.root = os.path.abspath(path)
+        self.config = dict(config)
+        self.runtime_flags = frozenset(runtime_flags)
+        self.is_chief = is_chief()
+        if not self.is_chief:
+            # Other workers write to a scratch folder of their own.
+            task = json.loads(os.environ["TF_CONFIG"])["task"]
+            self.root = os.path.join(
+                self.root, "workers", f"{task['type']}-{task['index']}"
+            )
+        os.makedirs(self.root, exist_ok=True)
+        self.checkpoint_dir = self.path("checkpoints")
+        self.log_dir = self.path("logs")
+        self._check_config()
+        # What a killed run was writing when it died is never loaded.
+        remove_temporary_files(self.root)
+        remove_temporary_files(self.checkpoint_dir)
+
+    def path(self, *names):
+        return os.path.join(self.root, *names)
+
+    def _check_config(self):
+        saved_path = self.path("args.json")
+        if os.path.isfile(saved_path):
+            saved = read_json(saved_path)
+            keys = (set(saved) | set(self.config)) - self.runtime_flags
+            differences = {
+                k: (saved.get(k), self.config.get(k))
+                for k in sorted(keys)
+                if saved.get(k) != self.config.get(k)
+            }
+            if differences:
+                listing = ", ".join(
+                    f"--{k}: {old!r} there, {new!r} now"
+                    for k, (old, new) in differences.items()
+                )
+                raise ValueError(
+                    f"The run directory {self.root} holds a run with a "
+                    f"different configuration ({listing}). Use another "
+                    "--model_dir, or the same arguments to resume it."
+                )
+        else:
+            write_json(saved_path, self.config)
+
+    # ---------------------------------------------------------- checkpoints
+
+    def last_epoch(self):
+        """The number of finished epochs saved in `checkpoints/`, or 0."""
+        state = os.path.join(self.checkpoint_dir, "state.json")
+        if not os.path.isfile(state):
+            return 0
+        return int(read_json(state)["epoch"])
+
+    def checkpoint_path(self, epoch):
+        return os.path.join(self.checkpoint_dir, f"epoch-{epoch:03d}.weights.h5")
+
+    def restore(self, model):
+        """Loads the last checkpoint (weights and optimizer state) into
+        `model` (compiled, built); returns the epoch to continue from."""
+        epoch = self.last_epoch()
+        self._truncate_history(epoch)
+        if epoch:
+            if model.optimizer is not None and not model.optimizer.built:
+                model.optimizer.build(model.trainable_variables)
+            model.load_weights(self.checkpoint_path(epoch))
+        return epoch
+
+    def history(self):
+        """The per-epoch metrics of finished epochs (survives resumes)."""
+        path = self.path("history.jsonl")
+        if not os.path.isfile(path):
+            return []
+        with open(path, encoding="utf-8") as f:
+            return [json.loads(line) for line in f if line.strip()]
+
+    def _truncate_history(self, epoch):
+        """Keeps one line per epoch up to `epoch` (the last checkpoint) in
+        `history.jsonl`: a run killed after writing an epoch's line but
+        before its checkpoint repeats that epoch, and its line must not
+        appear twice. A half-written last line is dropped too."""
+        path = self.path("history.jsonl")
+        if not os.path.isfile(path):
+            return
+        records = {}
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(record, dict) and 1 <= record.get(
+                        "epoch", 0) <= epoch:
+                    records[record["epoch"]] = record
+        lines = [json.dumps(records[k]) + "\n" for k in sorted(records)]
+
+        def write(tmp):
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.writelines(lines)
+
+        atomic_write(path, write)
+
+    def callbacks(self, tensorboard=True):
+        """Keras callbacks: an epoch checkpoint and TensorBoard
+        (`recipes.core.training.run_callbacks`)."""
+        from recipes.core import training
+
+        return training.run_callbacks(self, tensorboard=tensorboard)
+
+    def write_results(self, results):
+        path = self.path("results.json")
+        write_json(path, results)
+        return path

@@ -1,0 +1,197 @@
+"""The training loop's parts: learning-rate schedule, moving average of
+the weights, the per-epoch checkpoint, resumable epoch streams, the steps
+timer and the time budget."""
+
+import json
+import os
+import time
+
+from recipes.core.run_directory import atomic_write
+from recipes.core.run_directory import write_json
+
+
+def learning_rate_schedule(peak, total_steps, warmup_fraction=0.1):
+    """Linear warmup to `peak`, then cosine decay to 0 over `total_steps`."""
+    import keras
+
+    warmup = int(total_steps * warmup_fraction)
+    return keras.optimizers.schedules.CosineDecay(
+        initial_learning_rate=0.0 if warmup else peak,
+        decay_steps=max(1, total_steps - warmup),
+        warmup_target=peak if warmup else None,
+        warmup_steps=warmup,
+    )
+
+
+def ema_options(ema_momentum):
+    """Optimizer keyword arguments for `--ema_momentum` (None: no EMA)."""
+    if ema_momentum is None:
+        return {}
+    return {"use_ema": True, "ema_momentum": ema_momentum}
+
+
+def finalize_weights(model):
+    """Gives a restored, already finished run the weights `fit` ends with:
+    the moving average under `--ema_momentum` (a no-op without it).
+
+    `Model.fit` swaps the average in when it ends, but a run restarted
+    after its last checkpoint skips `fit`, and checkpoints hold the raw
+    weights (the average lives in the optimizer's state).
+    """
+    if model.optimizer is not None:
+        model.optimizer.finalize_variable_values(model.trainable_variables)
+
+
+def count_params(model):
+    return int(sum(int(v.numpy().size) if hasattr(v, "numpy")
+                   else int(v.size) for v in model.trainable_weights))
+
+
+def _make_epoch_checkpoint_class():
+    import keras
+
+    class EpochCheckpoint(keras.callbacks.Callback):
+        """Saves model + optimizer state and the epoch's logs every epoch."""
+
+        def __init__(self, run_dir):
+            super().__init__()
+            self.run_dir = run_dir
+
+        def on_epoch_end(self, epoch, logs=None):
+            run_dir = self.run_dir
+            os.makedirs(run_dir.checkpoint_dir, exist_ok=True)
+            # Written at a temporary name, then renamed: a kill while
+            # writing never leaves a half-written checkpoint; state.json
+            # (written last, atomically) names the last complete one.
+            atomic_write(run_dir.checkpoint_path(epoch + 1),
+                         self.model.save_weights)
+            record = {"epoch": epoch + 1}
+            record.update({k: float(v) for k, v in (logs or {}).items()})
+            with open(run_dir.path("history.jsonl"), "a",
+                      encoding="utf-8") as f:
+                f.write(json.dumps(record) + "\n")
+            write_json(os.path.join(run_dir.checkpoint_dir, "state.json"),
+                       {"epoch": epoch + 1})
+
+    return EpochCheckpoint
+
+
+def epoch_checkpoint(run_dir):
+    """A callback saving model + optimizer state every epoch in `run_dir`
+    (`checkpoints/`), the epoch's logs (`history.jsonl`) and the last
+    finished epoch (`checkpoints/state.json`)."""
+    return _make_epoch_checkpoint_class()(run_dir)
+
+
+def run_callbacks(run_dir, tensorboard=True):
+    """The callbacks that keep a run in `run_dir`: the epoch checkpoint
+    and, unless `tensorboard` is False, TensorBoard logs in
+    `run_dir.log_dir`."""
+    import keras
+
+    callbacks = [epoch_checkpoint(run_dir)]
+    if tensorboard:
+        callbacks.append(keras.callbacks.TensorBoard(run_dir.log_dir))
+    return callbacks
+
+
+def assemble_callbacks(run_dir, tensorboard=True, time_budget_minutes=None,
+                       extra=()):
+    """Every callback a recipe's `Model.fit` gets, in order: the steps
+    timer (it adds `steps_per_second` to the epoch's logs), the recipe's
+    `extra` callbacks (e.g. per-epoch evaluation, adding their metrics),
+    then `run_callbacks` (which record the logs), then the time budget.
+
+    Returns:
+        `(callbacks, timer, budget)`; `budget` is None without
+        `time_budget_minutes`.
+    """
+    timer = make_steps_timer()
+    callbacks = [timer, *extra, *run_callbacks(run_dir, tensorboard)]
+    budget = None
+    if time_budget_minutes:
+        budget = make_time_budget_callback(time_budget_minutes)
+        callbacks.append(budget)
+    return callbacks, timer, budget
+
+
+def shuffled_epochs(dataset, buffer_size, batch_size, seed, epochs,
+                    initial_epoch=0, drop_remainder=True):
+    """Batches of `dataset` for epochs `initial_epoch .. epochs - 1`, one
+    stream, each epoch shuffled with a seed derived from `(seed, epoch)`.
+
+    A run resumed after epoch `k` thus sees exactly the batches an
+    uninterrupted run sees in epochs `k + 1, ...` (with
+    `reshuffle_each_iteration`, the order would instead depend on how many
+    epochs this process has run). Pass `steps_per_epoch` (the number of
+    batches per epoch) to `Model.fit`: the stream has no known length.
+    """
+    if not 0 <= initial_epoch <= epochs:
+        raise ValueError(
+            f"Expected 0 <= initial_epoch <= epochs. Received: "
+            f"initial_epoch={initial_epoch}, epochs={epochs}")
+    # All epochs done (killed before the results were written): no batches.
+    stream = dataset.take(0).batch(batch_size, drop_remainder=drop_remainder)
+    if initial_epoch < epochs:
+        stream = None
+    for epoch in range(initial_epoch, epochs):
+        batches = dataset.shuffle(
+            buffer_size, seed=(seed * 1000003 + epoch) % (2**31 - 1),
+            reshuffle_each_iteration=False,
+        ).batch(batch_size, drop_remainder=drop_remainder)
+        stream = batches if stream is None else stream.concatenate(batches)
+    return stream
+
+
+def make_steps_timer():
+    """A callback measuring training steps per second (excluding the work of
+    callbacks that run after it at epoch end, e.g. evaluation)."""
+    import keras
+
+    class StepsTimer(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.steps = 0
+            self.seconds = 0.0
+            self._start = None
+
+        def on_epoch_begin(self, epoch, logs=None):
+            self._start = time.perf_counter()
+            self._epoch_steps = 0
+
+        def on_train_batch_end(self, batch, logs=None):
+            self._epoch_steps += 1
+
+        def on_epoch_end(self, epoch, logs=None):
+            self.seconds += time.perf_counter() - self._start
+            self.steps += self._epoch_steps
+            if logs is not None:
+                logs["steps_per_second"] = self.steps_per_second
+
+        @property
+        def steps_per_second(self):
+            return self.steps / self.seconds if self.seconds else 0.0
+
+    return StepsTimer()
+
+
+def make_time_budget_callback(minutes):
+    """A callback that stops training after `minutes` (the epoch in
+    progress ends early and is saved); `.stopped` tells whether it did."""
+    import keras
+
+    class TimeBudget(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.start = None
+            self.stopped = False
+
+        def on_train_begin(self, logs=None):
+            self.start = time.time()
+
+        def on_train_batch_end(self, batch, logs=None):
+            if time.time() - self.start > 60.0 * minutes:
+                self.model.stop_training = True
+                self.stopped = True
+
+    return TimeBudget()

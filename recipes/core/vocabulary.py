@@ -1,0 +1,89 @@
+"""WordPiece vocabularies: learned from the training text or read from a
+file, checked, saved in the run directory."""
+
+import os
+import time
+
+from recipes.core.data_files import DataError
+from recipes.core.data_files import check_data_file
+
+RESERVED_TOKENS = ("[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]")
+PAD, CLS, SEP, UNK, MASK = RESERVED_TOKENS
+
+
+def learn_wordpiece_vocabulary(texts, vocab_size, lowercase=True):
+    """Learns a WordPiece vocabulary from an iterable of strings
+    (`keras_synth.models.learn_wordpiece_vocabulary`: the `tokenizers`
+    library's WordPiece trainer with keras-hub's normalisation and word
+    splitting, `RESERVED_TOKENS` first, `[PAD]` at id 0).
+
+    Returns:
+        The list of tokens.
+    """
+    from keras_synth.models import learn_wordpiece_vocabulary as learn
+
+    return learn(texts, vocab_size, lowercase)
+
+
+def load_vocabulary(path, reserved_tokens=RESERVED_TOKENS):
+    """Reads a vocabulary file (one token a line) and checks its tokens.
+
+    Raises:
+        DataError: the file is missing or empty, or lacks a reserved token.
+    """
+    check_data_file(path, "vocabulary file (one token a line)")
+    with open(path, encoding="utf-8") as f:
+        vocab = [line.rstrip("\n") for line in f if line.rstrip("\n")]
+    missing = [t for t in reserved_tokens if t not in vocab]
+    if missing:
+        raise DataError(
+            f"The vocabulary file {path} lacks the reserved token(s) "
+            f"{missing}; expected all of {list(reserved_tokens)}."
+        )
+    if vocab[0] != reserved_tokens[0]:
+        raise DataError(
+            f"The vocabulary file {path} must start with {reserved_tokens[0]}"
+            f" (padding id 0); it starts with {vocab[0]!r}."
+        )
+    return vocab
+
+
+def save_vocabulary(vocab, path):
+    with open(path, "w", encoding="utf-8") as f:
+        for token in vocab:
+            f.write(token + "\n")
+
+
+def wordpiece_tokenizer(vocab, lowercase=True):
+    """A `keras_hub.tokenizers.WordPieceTokenizer` over `vocab` (ragged ids)."""
+    import keras_hub
+
+    return keras_hub.tokenizers.WordPieceTokenizer(
+        vocabulary=list(vocab), lowercase=lowercase, oov_token=UNK,
+        dtype="int32",
+    )
+
+
+def prepare_vocabulary(run_dir, texts, vocab_file=None, vocab_size=8000,
+                       lowercase=True, log=print, filename="vocab.txt"):
+    """Returns the run's vocabulary, saved as `<run_dir>/<filename>`.
+
+    A resumed run reuses its saved vocabulary; otherwise `vocab_file` is
+    copied, or a vocabulary is learned from `texts` (a callable returning
+    the training strings, so that they are only read when needed). A run
+    with several vocabularies (e.g. one per language) gives each its own
+    `filename`.
+    """
+    saved = run_dir.path(filename)
+    if os.path.isfile(saved):
+        return load_vocabulary(saved)
+    if vocab_file:
+        vocab = load_vocabulary(vocab_file)
+    else:
+        start = time.time()
+        vocab = learn_wordpiece_vocabulary(texts(), vocab_size, lowercase)
+        log(f"Learned a WordPiece vocabulary of {len(vocab)} tokens in "
+            f"{time.time() - start:.1f}s.")
+    if run_dir.is_chief:
+        save_vocabulary(vocab, saved)
+    return vocab
