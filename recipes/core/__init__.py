@@ -8,7 +8,10 @@
 - `run_directory`: `RunDirectory`, atomic writes, JSON files and the
   recovery of what a killed run left behind.
 - `training`: schedule, moving average, epoch checkpoint, resumable epoch
-  streams, steps timer and time budget.
+  streams, steps timer, time budget, and the callbacks `Model.fit` gets
+  (`assemble_callbacks`).
+- `experiment`: the fit-evaluate-export skeleton of every recipe's `run()`
+  (`train_and_evaluate`).
 
 Importing these modules needs no TensorFlow and does not select a Keras
 backend: the TensorFlow-specific helpers import it when called.
