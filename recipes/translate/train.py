@@ -144,13 +144,7 @@ def build_parser():
                        "((5 + length) / 6) ** alpha.")
     group.add_argument("--decode_batch_size", type=int, default=64,
                        help="Sentences translated together.")
-    group.add_argument("--no_export", dest="export", action="store_false",
-                       help="Skip the SavedModel export (by default it is "
-                       "written to <model_dir>/export).")
-    group.add_argument("--no_tensorboard", dest="tensorboard",
-                       action="store_false",
-                       help="Skip the TensorBoard logs (by default written "
-                       "to <model_dir>/logs).")
+    flags.add_output_switches(group)
     return parser
 
 
