@@ -23,10 +23,10 @@ import os
 import time
 
 from recipes import cli
+from recipes.core import experiment
 from recipes.core import flags
 from recipes.core import run_directory
 from recipes.core import runtime
-from recipes.core import training
 from recipes.core import vocabulary
 from recipes.translate import data as data_lib
 
@@ -70,11 +70,11 @@ def build_parser():
                        "(default: all).")
 
     group = parser.add_argument_group("model")
-    group.add_argument(
-        "--synthesizer", default="random+vanilla",
-        help="Self-attention variant of every block (causal in the "
-        "decoder): vanilla, dense, random, fixed_random, factorized_dense, "
-        "factorized_random, or a mixture such as random+vanilla.")
+    flags.add_model_flags(group, num_layers=3, hidden_dim=256,
+                          layers_help="Blocks in the encoder and in the "
+                          "decoder.",
+                          synthesizer_help="Self-attention variant of every "
+                          "block (causal in the decoder)")
     group.add_argument("--cross_attention_synthesizer", default="vanilla",
                        help="Variant of the decoder's cross-attention "
                        "(vanilla in the paper).")
@@ -82,25 +82,11 @@ def build_parser():
                        help="Longest source and target sequence in tokens "
                        "(the synthesizers' max_length); longer training "
                        "pairs are dropped (counted).")
-    group.add_argument("--num_layers", type=int, default=3,
-                       help="Blocks in the encoder and in the decoder.")
-    group.add_argument("--hidden_dim", type=int, default=256,
-                       help="Model width (embeddings and blocks).")
-    group.add_argument("--num_heads", type=int, default=4,
-                       help="Attention heads per block.")
-    group.add_argument("--intermediate_dim", type=int, default=None,
-                       help="Feedforward width (default: 4 x "
-                       "--hidden_dim).")
-    group.add_argument("--dropout", type=float, default=0.1,
-                       help="Dropout rate of the embeddings, attention and "
-                       "feedforward.")
     group.add_argument("--label_smoothing", type=float, default=0.1,
                        help="Label smoothing of the cross-entropy.")
     group.add_argument("--normalize_first", action="store_true",
                        help="Pre-LN blocks (without it: post-LN, as in the "
                        "paper).")
-    group.add_argument("--factorized_rank", type=int, default=8,
-                       help="Rank of factorized_random (the paper's r).")
     group.add_argument("--vocab", choices=("shared", "separate"),
                        default="shared",
                        help="One WordPiece vocabulary for both languages "
@@ -239,24 +225,16 @@ def score(hypotheses, references):
 def run(args, log=print):
     """Runs the recipe for parsed `args`; returns the results dict."""
     wall_start = time.time()
-    runtime.require_tensorflow_backend()
-    validate_args(args)
-    config = dict(vars(args))
-    corpus = load_corpus(args)
+    corpus, run_dir = experiment.open_run(
+        args, validate_args, lambda _: load_corpus(args), RUNTIME_FLAGS, log)
     corpus["train"] = corpus["train"].head(args.max_train_examples)
-    run_dir = run_directory.RunDirectory(args.model_dir, config,
-                                  runtime_flags=RUNTIME_FLAGS)
-    log(f"Run directory: {run_dir.root}")
     log(f"Data ({args.dataset}, {args.src}->{args.tgt}): " + ", ".join(
         f"{split} {len(pairs)} pairs" for split, pairs in corpus.items()))
-
-    import keras
 
     from recipes.translate import export as export_lib
     from recipes.translate import modeling
 
-    keras.utils.set_random_seed(args.seed)
-    policy = runtime.configure_precision(args.mixed_precision)
+    strategy = runtime.setup(args, log)
     train = corpus["train"]
     if args.vocab == "shared":
         src_vocab = tgt_vocab = vocabulary.prepare_vocabulary(
@@ -274,10 +252,6 @@ def run(args, log=print):
             filename=f"vocab.{args.tgt}.txt")
     preprocessor = modeling.make_preprocessor(
         src_vocab, tgt_vocab, args.max_length, args.lowercase)
-    strategy = runtime.select_strategy(args.strategy, args.tpu)
-    log(f"Strategy: {type(strategy).__name__} with "
-        f"{strategy.num_replicas_in_sync} replica(s); dtype policy {policy}.")
-
     encoded = modeling.encode_corpus(preprocessor, train)
     log(f"Training pairs: {encoded['kept']} kept, {encoded['dropped']} "
         f"dropped (a source longer than --max_length={args.max_length} "
@@ -303,7 +277,7 @@ def run(args, log=print):
     warmup_steps = args.warmup_steps or max(
         1, int(total_steps * args.warmup_fraction))
 
-    with strategy.scope():
+    def build():
         model = modeling.build_lm(
             src_vocab_size=len(src_vocab), tgt_vocab_size=len(tgt_vocab),
             max_length=args.max_length, synthesizer=args.synthesizer,
@@ -319,116 +293,85 @@ def run(args, log=print):
             weight_decay=args.weight_decay, jit_compile=args.jit_compile,
             ema_momentum=args.ema_momentum, beam_size=args.beam_size,
             length_penalty=args.length_penalty)
-        initial_epoch = run_dir.restore(model)
-    parameters = training.count_params(model)
-    log(f"Model: SynthesizerSeq2SeqLM, {args.num_layers}+{args.num_layers} "
-        "blocks, self-attention "
-        f"{args.synthesizer!r}, cross-attention "
-        f"{args.cross_attention_synthesizer!r}, width {args.hidden_dim}, "
-        f"{args.num_heads} heads, max_length {args.max_length}, vocabulary "
-        f"{len(src_vocab)}/{len(tgt_vocab)} ({args.vocab}): "
-        f"{parameters:,} trainable parameters.")
-    if initial_epoch:
-        log(f"Resuming after epoch {initial_epoch} from "
-            f"{run_dir.checkpoint_path(initial_epoch)}.")
+        return model
 
-    timer = training.make_steps_timer()
-    callbacks = [timer] + run_dir.callbacks(tensorboard=args.tensorboard)
-    budget = None
-    if args.time_budget_minutes:
-        budget = training.make_time_budget_callback(args.time_budget_minutes)
-        callbacks.append(budget)
-    train_start = time.time()
-    if initial_epoch < args.epochs:
-        model.fit(train_ds, epochs=args.epochs, initial_epoch=initial_epoch,
-                  steps_per_epoch=steps_per_epoch, validation_data=valid_ds,
-                  callbacks=callbacks, verbose=args.verbose, shuffle=False)
-    else:
-        training.finalize_weights(model)
-    train_time = time.time() - train_start
-    history = run_dir.history()
-    steps_per_second = (timer.steps_per_second if timer.steps else (
-        history[-1].get("steps_per_second") if history else None))
-    tokens_per_pair = (encoded["src_tokens"] + encoded["tgt_tokens"]) / max(
-        1, encoded["kept"])
-    tokens_per_second = (steps_per_second * args.batch_size * tokens_per_pair
-                         if steps_per_second else None)
-    if tokens_per_second:
-        log(f"Training speed: {steps_per_second:.2f} steps/s, about "
-            f"{tokens_per_second:,.0f} tokens/s (source + target, padding "
-            "excluded).")
+    def describe(parameters):
+        return (f"Model: SynthesizerSeq2SeqLM, {args.num_layers}+"
+                f"{args.num_layers} blocks, self-attention "
+                f"{args.synthesizer!r}, cross-attention "
+                f"{args.cross_attention_synthesizer!r}, width "
+                f"{args.hidden_dim}, {args.num_heads} heads, max_length "
+                f"{args.max_length}, vocabulary {len(src_vocab)}/"
+                f"{len(tgt_vocab)} ({args.vocab}): {parameters:,} trainable "
+                "parameters.")
 
-    # The preprocessor is attached now: `fit` was fed features.
-    model.preprocessor = preprocessor
-    scores, decode_stats, hypothesis_files = {}, {}, {}
-    for split in ("valid", "test"):
-        if split not in corpus:
-            continue
-        pairs = corpus[split]
-        hypotheses, stats = modeling.translate(
-            model, pairs.src, batch_size=args.decode_batch_size, log=log)
-        stats["beam_size"] = args.beam_size
-        scores[split] = score(hypotheses, pairs.tgt)
-        decode_stats[split] = stats
-        log(f"{split}: BLEU {scores[split]['bleu']:.2f}, chrF "
-            f"{scores[split]['chrf']:.2f} ({len(pairs)} sentences, "
-            f"{'greedy' if args.beam_size == 1 else f'beam {args.beam_size}'}"
-            f", {stats['sentences_per_second']:.1f} sentences/s).")
-        if run_dir.is_chief:
-            path = run_dir.path(f"hypotheses.{split}.{args.tgt}")
-            with open(path, "w", encoding="utf-8") as f:
-                for line in hypotheses:
-                    f.write(line + "\n")
-            hypothesis_files[split] = path
-    if hypothesis_files:
-        log("Hypotheses: " + ", ".join(hypothesis_files.values()))
+    def evaluate(model, run):
+        steps_per_second = run["steps_per_second"]
+        tokens_per_pair = (encoded["src_tokens"] + encoded["tgt_tokens"]
+                           ) / max(1, encoded["kept"])
+        tokens_per_second = (steps_per_second * args.batch_size
+                             * tokens_per_pair if steps_per_second else None)
+        if tokens_per_second:
+            log(f"Training speed: {steps_per_second:.2f} steps/s, about "
+                f"{tokens_per_second:,.0f} tokens/s (source + target, "
+                "padding excluded).")
 
-    export_path = None
-    if args.export and run_dir.is_chief:
-        export_path = export_lib.export_saved_model(run_dir.path("export"),
-                                                    model)
-        log(f"Exported a SavedModel (signature 'translate', strings in and "
-            f"out) to {export_path}")
+        # The preprocessor is attached now: `fit` was fed features.
+        model.preprocessor = preprocessor
+        scores, decode_stats, hypothesis_files = {}, {}, {}
+        for split in ("valid", "test"):
+            if split not in corpus:
+                continue
+            pairs = corpus[split]
+            hypotheses, stats = modeling.translate(
+                model, pairs.src, batch_size=args.decode_batch_size, log=log)
+            stats["beam_size"] = args.beam_size
+            scores[split] = score(hypotheses, pairs.tgt)
+            decode_stats[split] = stats
+            search = ("greedy" if args.beam_size == 1
+                      else f"beam {args.beam_size}")
+            log(f"{split}: BLEU {scores[split]['bleu']:.2f}, chrF "
+                f"{scores[split]['chrf']:.2f} ({len(pairs)} sentences, "
+                f"{search}, {stats['sentences_per_second']:.1f} "
+                "sentences/s).")
+            if run_dir.is_chief:
+                path = run_dir.path(f"hypotheses.{split}.{args.tgt}")
+                with open(path, "w", encoding="utf-8") as f:
+                    for line in hypotheses:
+                        f.write(line + "\n")
+                hypothesis_files[split] = path
+        if hypothesis_files:
+            log("Hypotheses: " + ", ".join(hypothesis_files.values()))
 
-    results = {
-        "src": args.src,
-        "tgt": args.tgt,
-        "dataset": args.dataset,
-        "synthesizer": args.synthesizer,
-        "cross_attention_synthesizer": args.cross_attention_synthesizer,
-        "scores": scores,
-        "bleu": {split: s["bleu"] for split, s in scores.items()},
-        "chrf": {split: s["chrf"] for split, s in scores.items()},
-        "decoding": decode_stats,
-        "parameters": parameters,
-        "parameters_total": int(model.count_params()),
-        "vocabulary_size": {"src": len(src_vocab), "tgt": len(tgt_vocab)},
-        "train_pairs": encoded["kept"],
-        "train_pairs_dropped": encoded["dropped"],
-        "steps_per_second": steps_per_second,
-        "tokens_per_second": tokens_per_second,
-        "tokens_per_second_note": "steps/s x batch_size x mean (source + "
-        "target) tokens of the kept training pairs, padding excluded",
-        "train_steps": steps_per_epoch * args.epochs,
-        "warmup_steps": warmup_steps,
-        "epochs": args.epochs,
-        "stopped_by_time_budget": bool(budget and budget.stopped),
-        "resumed_from_epoch": initial_epoch,
-        "train_time_s": train_time,
-        "wall_time_s": time.time() - wall_start,
-        "num_replicas": strategy.num_replicas_in_sync,
-        "history": history,
-        "hypotheses": hypothesis_files,
-        "export": export_path,
-        "export_usage": (export_lib.export_usage(export_path)
-                         if export_path else None),
-        "args": config,
-        "environment": runtime.environment(),
-    }
-    if run_dir.is_chief:
-        path = run_dir.write_results(results)
-        log(f"Results: {path}")
-    return results
+        return {
+            "src": args.src,
+            "tgt": args.tgt,
+            "dataset": args.dataset,
+            "synthesizer": args.synthesizer,
+            "cross_attention_synthesizer": args.cross_attention_synthesizer,
+            "scores": scores,
+            "bleu": {split: s["bleu"] for split, s in scores.items()},
+            "chrf": {split: s["chrf"] for split, s in scores.items()},
+            "decoding": decode_stats,
+            "vocabulary_size": {"src": len(src_vocab),
+                                "tgt": len(tgt_vocab)},
+            "train_pairs": encoded["kept"],
+            "train_pairs_dropped": encoded["dropped"],
+            "tokens_per_second": tokens_per_second,
+            "tokens_per_second_note": "steps/s x batch_size x mean (source "
+            "+ target) tokens of the kept training pairs, padding excluded",
+            "warmup_steps": warmup_steps,
+            "hypotheses": hypothesis_files,
+        }
+
+    export = experiment.saved_model_export(
+        args, run_dir, export_lib.export_saved_model, export_lib.export_usage,
+        "signature 'translate', strings in and out", log)
+    return experiment.train_and_evaluate(
+        args, run_dir, strategy, build, train_ds, steps_per_epoch, evaluate,
+        export=export, describe=describe,
+        fit_options={"validation_data": valid_ds},
+        wall_start=wall_start, log=log)
 
 
 def main(argv=None):
