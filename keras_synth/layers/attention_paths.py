@@ -90,9 +90,27 @@ def attend(
     )
     block = query_blocks.query_block_size(query_length) if shared else None
     if block is not None:
+        # The pattern is built per block of rows, never `T x S` at once.
+        rows, padded_keys, mask_pattern = attention_masks.factor_masks(
+            rows, padded_keys, None, attention_mask
+        )
+
+        def block_pattern(start, length):
+            pattern = attention_masks.pattern_mask(
+                length, key_length, use_causal_mask, sliding_window,
+                query_start + start,
+            )
+            if mask_pattern is None:
+                return pattern
+            rows_of_mask = ops.slice(mask_pattern, (start, 0),
+                                     (length, key_length))
+            if pattern is None:
+                return rows_of_mask
+            return ops.logical_and(pattern, rows_of_mask)
+
         return query_blocks.blocked_shared_attention(
             synthesizers, mixture_weights, query_start, query_length, values,
-            *factored, block=block,
+            rows, padded_keys, block_pattern, block=block,
         ), None
     logits = mixture.mixed_logits(
         synthesizers,

@@ -12,8 +12,10 @@ its logits or probabilities. The result equals the unblocked path's
 
 The logits of a block come from the components' factors (`left (H, T, c)`,
 `right (H, c, S)`, small for factorized random) or from their `(H, T, S)`
-logits (random, fixed random: a slice of the `(H, ℓ, ℓ)` parameter, the
-parameter itself when `T = S = ℓ`), sliced inside the block.
+logits (random, fixed random: a slice of the `(H, ℓ, ℓ)` parameter), sliced
+inside the block. The blocks run one after the other (`ops.map`), so the
+gradient of the sliced tensors accumulates in one buffer. Random stays
+bound by its parameter: `H x ℓ x ℓ`, its gradient and Adam's two slots.
 """
 
 import keras
@@ -55,7 +57,10 @@ def blocked_shared_attention(synthesizers, weights, query_start, query_length,
         query_start: position of the first query row.
         query_length: `T`, a Python int.
         values: projected values `(B, S, H, value_dim)`.
-        rows, keys, pattern: the factored masks (`shared_attention`).
+        rows, keys: the factored query and key masks (`shared_attention`).
+        pattern: a function of `(start, length)` (`start` maybe a scalar
+            tensor) returning the boolean batch-independent mask
+            `(length, S)` of those query rows, or `None`; `None` for none.
         block: query rows per block.
 
     Returns:
@@ -81,44 +86,66 @@ def blocked_shared_attention(synthesizers, weights, query_start, query_length,
             plain = logits if plain is None else plain + logits
     tensors = []
     if lefts:
-        tensors += [ops.concatenate(lefts, -1), ops.concatenate(rights, -2)]
+        tensors = [ops.concatenate(lefts, -1), ops.concatenate(rights, -2)]
     if plain is not None:
         tensors.append(plain)
-    outputs = []
-    for start in range(0, query_length, block):
-        length = min(block, query_length - start)
-        outputs.append(
-            _block(start, length, bool(lefts), rows, keys, pattern)(
-                values, *tensors
+    attend = _block(block, bool(lefts), plain is not None, rows, keys, pattern)
+    count = query_length // block
+    # The whole blocks one after the other (a scan on JAX, a while loop on
+    # TensorFlow, a loop on PyTorch): one block's logits live at a time,
+    # forward and backward; unrolled, XLA would schedule them together.
+    outputs = ops.map(
+        lambda start: attend(start)(values, *tensors),
+        ops.arange(0, count * block, block, dtype="int32"),
+    )  # (count, B, block, H, value_dim)
+    batch, _, heads, value_dim = ops.shape(values)
+    outputs = ops.reshape(
+        ops.transpose(outputs, (1, 0, 2, 3, 4)),
+        (batch, count * block, heads, value_dim),
+    )
+    rest = query_length - count * block
+    if rest:
+        last = _block(rest, bool(lefts), plain is not None, rows, keys,
+                      pattern)
+        outputs = ops.concatenate(
+            [outputs, last(count * block)(values, *tensors)], axis=1
+        )
+    return outputs
+
+
+def _block(length, has_factors, has_plain, rows, keys, pattern):
+    """For a start row, the rematerialised attention of query rows `start
+    ... start + length - 1` as a function of the values and the logits'
+    factors or whole logits (the tensors that need a gradient); the masks
+    and the start (no gradient) are closed over."""
+
+    def at(start):
+        @keras.remat
+        def attend(values, *tensors):
+            logits = None
+            if has_factors:
+                left, right = tensors[0], tensors[1]
+                heads, _, width = ops.shape(left)
+                left = ops.slice(left, (0, start, 0), (heads, length, width))
+                logits = ops.einsum("ntc,ncs->nts", left, right)
+            if has_plain:
+                plain = tensors[-1]
+                heads, _, key_length = ops.shape(plain)
+                piece = ops.slice(plain, (0, start, 0),
+                                  (heads, length, key_length))
+                logits = piece if logits is None else logits + piece
+            block_rows = None
+            if rows is not None:
+                block_rows = ops.slice(
+                    rows, (0, start), (ops.shape(rows)[0], length))
+            return shared_attention(
+                logits,
+                values,
+                block_rows,
+                keys,
+                None if pattern is None else pattern(start, length),
             )
-        )
-    return ops.concatenate(outputs, axis=1)
 
+        return attend
 
-def _block(start, length, has_factors, rows, keys, pattern):
-    """The rematerialised attention of query rows `start ... start+length-1`.
-
-    Tensors that need a gradient (values, factors, logits) are arguments;
-    the masks (no gradient) are closed over.
-    """
-    stop = start + length
-
-    @keras.remat
-    def attend(values, *tensors):
-        logits = None
-        if has_factors:
-            left, right = tensors[0][:, start:stop], tensors[1]
-            logits = ops.einsum("ntc,ncs->nts", left, right)
-            tensors = tensors[2:]
-        if tensors:
-            piece = tensors[0][:, start:stop]
-            logits = piece if logits is None else logits + piece
-        return shared_attention(
-            logits,
-            values,
-            None if rows is None else rows[:, start:stop],
-            keys,
-            None if pattern is None else pattern[start:stop],
-        )
-
-    return attend
+    return at

@@ -125,11 +125,12 @@ def run_worker(args):
             "row": row,
             "longest_length": max(fitting) if fitting else None,
             "probes": probes,
-            # What stops the next length: the parameters with Adam's slots
-            # alone over half the budget, or the activations.
+            # What stops the next length: the parameters (with their
+            # gradients and Adam's two slots) over half the budget, or the
+            # activations.
             "limit": None if failed is None else (
-                "parameters" if failed["state_bytes"] > budget / 2
-                else "activations"),
+                "parameters" if failed["state_bytes"]
+                + failed["parameter_bytes"] > budget / 2 else "activations"),
         })
     return {"backend": backend, "keras_version": keras.__version__,
             "budget_bytes": budget, "rows": rows}
