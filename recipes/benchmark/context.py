@@ -126,11 +126,12 @@ def run_worker(args):
             "longest_length": max(fitting) if fitting else None,
             "probes": probes,
             # What stops the next length: the parameters (with their
-            # gradients and Adam's two slots) over half the budget, or the
-            # activations.
+            # gradients and Adam's two slots) when they are more than half
+            # of its memory, else the activations.
             "limit": None if failed is None else (
                 "parameters" if failed["state_bytes"]
-                + failed["parameter_bytes"] > budget / 2 else "activations"),
+                + failed["parameter_bytes"] > failed["peak_bytes"] / 2
+                else "activations"),
         })
     return {"backend": backend, "keras_version": keras.__version__,
             "budget_bytes": budget, "rows": rows}
