@@ -12,6 +12,7 @@ import os
 
 from recipes.benchmark import generation
 from recipes.benchmark.flags import BASELINE
+from recipes.benchmark.flags import VARIANTS
 
 LABELS = {"tensorflow": "TensorFlow (XLA)", "jax": "JAX (jit)",
           "torch": "PyTorch (eager)"}
@@ -75,10 +76,13 @@ def plot_generation(results, path):
         for row, points in by_row.items():
             points.sort()
             reference = row == generation.REFERENCE
+            # One color per variant in every panel.
+            color = ("black" if reference
+                     else f"C{VARIANTS.index(row) % 10}")
             ax.plot([p[0] for p in points], [p[1] for p in points],
                     marker="o", markersize=3,
                     linewidth=2.2 if reference else 1.2,
-                    color="black" if reference else None, label=_name(row))
+                    color=color, label=_name(row))
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("total length (prompt + generated tokens)")
@@ -86,7 +90,7 @@ def plot_generation(results, path):
         ax.set_title(LABELS.get(backend["backend"], backend["backend"]),
                      fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
-    axes[0][-1].legend(fontsize=7)
+        ax.legend(fontsize=6)
     fig.tight_layout()
     fig.savefig(path, dpi=80)
     plt.close(fig)
