@@ -1,7 +1,7 @@
 """Speed and memory benchmark: Synthesizers against MultiHeadAttention.
 
 `python -m recipes.benchmark` measures, per backend in a subprocess of its
-own (`runner`), one of three things (`--mode`, `flags`):
+own (`runner`), one of four things (`--mode`, `flags`):
 
 - `train` (default, `training`, `training_backends`, `training_report`): a
   compiled training step and forward pass of one attention layer per row
@@ -10,7 +10,10 @@ own (`runner`), one of three things (`--mode`, `flags`):
   generation against the same model with keras-hub's `TransformerDecoder`
   blocks, and cache bytes per token;
 - `context` (`context`, `report`): the longest sequence whose training
-  step fits a memory budget (XLA's buffer assignment, JAX).
+  step fits a memory budget (XLA's buffer assignment, JAX);
+- `step` (`step_profile`): the generate mode's models taken apart: ms per
+  cached decoding step against its position in the cache, split into a
+  fixed part and a part per cached position.
 
 Output, in `--model_dir` (default `runs/benchmark/<timestamp>`):
 `results.json`, `table.md` (also printed) and a plot (`step_time.png`,
@@ -21,6 +24,7 @@ Examples (2 CPU cores):
     python -m recipes.benchmark --lengths 512 --masks none,padding,causal
     python -m recipes.benchmark --mode generate --lengths 256,512,1024,2048
     python -m recipes.benchmark --mode context --backends jax
+    python -m recipes.benchmark --mode step --lengths 2048
 """
 
 from recipes.benchmark.flags import build_parser

@@ -28,13 +28,14 @@ MASKS = ("none", "padding", "causal")
 # torch_compile: PyTorch with the training step and forward pass compiled by
 # torch.compile (--mode train only).
 BACKENDS = ("tensorflow", "jax", "torch", "torch_compile")
-MODES = ("train", "generate", "context")
+MODES = ("train", "generate", "context", "step")
 # Lengths when --lengths is not given: train: T = S; generate: total
 # lengths (prompt + generated tokens); context: the first length tried.
 DEFAULT_LENGTHS = {
     "train": [512],
     "generate": [256, 512, 1024, 2048],
     "context": [512],
+    "step": [2048],
 }
 
 DESCRIPTION = """\
@@ -48,6 +49,9 @@ Speed and memory of SynthesizerAttention against MultiHeadAttention.
 --mode context: the longest sequence whose training step (one block,
   embeddings, output projection, Adam) fits --memory_budget_gib, doubling
   the length from --lengths.
+--mode step: the generate mode's models taken apart: ms per cached
+  decoding step against the step's position in the cache (--positions),
+  a fixed part and a part per cached position.
 """
 
 
@@ -131,9 +135,16 @@ def build_parser():
     add("--dtype", default="float32",
         choices=("float32", "mixed_bfloat16", "mixed_float16"),
         help="dtype policy.")
+    add("--positions", type=int_list, default=None,
+        help="step: cache positions at which --window steps are timed "
+        "(default: five, from the start to the last window).")
+    add("--window", type=int, default=32,
+        help="step: decoding steps timed from each position (one "
+        "compiled loop).")
     add("--repetitions", type=int, default=None,
         help="timed repetitions per row; train default: as many as fit in "
-        "--seconds per cell, between 3 and 15; generate default: 3.")
+        "--seconds per cell, between 3 and 15; generate default: 3; "
+        "step default: 5.")
     add("--seconds", type=float, default=20.0,
         help="train: time budget of the timed repetitions of one (length, "
         "mask) cell, all rows together.")
@@ -192,11 +203,21 @@ def check_args(args):
             raise SystemExit(
                 f"--lengths (total lengths) must exceed --prompt_length="
                 f"{args.prompt_length}, received {short}")
+    if args.mode == "step":
+        if args.window < 1:
+            raise SystemExit(f"--window must be positive, received "
+                             f"{args.window}")
+        late = [p for p in args.positions or () for n in args.lengths
+                if p + args.window > n]
+        if late:
+            raise SystemExit(
+                f"--positions must leave --window={args.window} steps before"
+                f" the end of --lengths={args.lengths}, received {late}")
     if args.mode != "train":
         if args.batch_size is None:
             args.batch_size = 8
         if args.num_layers is None:
-            args.num_layers = 4 if args.mode == "generate" else 1
+            args.num_layers = 1 if args.mode == "context" else 4
     return args
 
 

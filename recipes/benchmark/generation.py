@@ -67,24 +67,30 @@ def make_model(row, args, total_length):
     return embedding, blocks, head, caches
 
 
+def decode(model, tokens, caches, index):
+    """One cached call: `tokens` written to the caches at `index`; returns
+    the greedy next token of each sequence and the updated caches."""
+    from keras import ops
+
+    embedding, blocks, head, _ = model
+    x = embedding(tokens, start_index=index)
+    new = []
+    for block, cache in zip(blocks, caches):
+        x, cache = block(x, self_attention_cache=cache,
+                         self_attention_cache_update_index=index)
+        new.append(cache)
+    next_token = ops.argmax(head(x[:, -1]), axis=-1)
+    return ops.cast(next_token, "int32"), new
+
+
 def greedy(model, prompt, total_length):
     """Greedy generation to `total_length` tokens (prompt included)."""
     from keras import ops
 
-    embedding, blocks, head, initial_caches = model
+    initial_caches = model[3]
     batch, prompt_length = ops.shape(prompt)
 
-    def forward(tokens, caches, index):
-        x = embedding(tokens, start_index=index)
-        new = []
-        for block, cache in zip(blocks, caches):
-            x, cache = block(x, self_attention_cache=cache,
-                             self_attention_cache_update_index=index)
-            new.append(cache)
-        next_token = ops.argmax(head(x[:, -1]), axis=-1)
-        return ops.cast(next_token, "int32"), new
-
-    next_token, caches = forward(prompt, initial_caches(), 0)
+    next_token, caches = decode(model, prompt, initial_caches(), 0)
     tokens = ops.zeros((batch, total_length), dtype="int32")
     tokens = ops.slice_update(tokens, (0, 0), prompt)
     tokens = ops.slice_update(tokens, (0, prompt_length), next_token[:, None])
@@ -92,7 +98,7 @@ def greedy(model, prompt, total_length):
     def step(index, state):
         tokens, caches = state
         current = ops.slice(tokens, (0, index), (batch, 1))
-        next_token, caches = forward(current, caches, index)
+        next_token, caches = decode(model, current, caches, index)
         tokens = ops.slice_update(tokens, (0, index + 1), next_token[:, None])
         return tokens, caches
 
@@ -103,34 +109,44 @@ def greedy(model, prompt, total_length):
 
 def compiled_generate(model, total_length):
     """`fn(prompt) -> tokens`, compiled for the backend of this process."""
+    return compile_fn(model, lambda prompt: greedy(model, prompt,
+                                                   total_length))
+
+
+def compile_fn(model, fn):
+    """`fn(*tensors)`, a function of the model's layers, compiled for the
+    backend of this process (TensorFlow: XLA; JAX: jit, the weights passed
+    as arguments; PyTorch: eager, without autograd); its calls return NumPy
+    values once the computation has finished."""
     import keras
+    from keras import tree
 
     backend = keras.backend.backend()
     if backend == "tensorflow":
         import tensorflow as tf
 
-        fn = tf.function(lambda p: greedy(model, p, total_length),
-                         jit_compile=True)
-        return lambda prompt: fn(prompt).numpy()
+        compiled = tf.function(fn, jit_compile=True)
+        return lambda *args: tree.map_structure(
+            lambda t: t.numpy(), compiled(*args))
     if backend == "jax":
         import jax
 
         variables = [v for layer in _layers(model) for v in layer.variables]
 
-        def stateless(values, prompt):
+        def stateless(values, *args):
             with keras.StatelessScope(
                 state_mapping=list(zip(variables, values))
             ):
-                return greedy(model, prompt, total_length)
+                return fn(*args)
 
-        fn = jax.jit(stateless)
+        compiled = jax.jit(stateless)
         values = [v.value for v in variables]
-        return lambda prompt: fn(values, prompt).block_until_ready()
+        return lambda *args: jax.device_get(compiled(values, *args))
     import torch
 
-    def eager(prompt):
+    def eager(*args):
         with torch.no_grad():
-            return greedy(model, prompt, total_length).cpu().numpy()
+            return tree.map_structure(lambda t: t.cpu().numpy(), fn(*args))
 
     return eager
 

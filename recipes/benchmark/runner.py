@@ -23,16 +23,19 @@ WORKERS = {
     "train": "recipes.benchmark.training",
     "generate": "recipes.benchmark.generation",
     "context": "recipes.benchmark.context",
+    "step": "recipes.benchmark.step_profile",
 }
 REPORTS = {
     "train": "recipes.benchmark.training_report",
     "generate": "recipes.benchmark.report",
     "context": "recipes.benchmark.report",
+    "step": "recipes.benchmark.step_profile",
 }
 OUTPUTS = {
     "train": "results.json, table.md, step_time.png",
     "generate": "results.json, table.md, tokens_per_s.png",
     "context": "results.json, table.md",
+    "step": "results.json, table.md",
 }
 
 
@@ -76,6 +79,8 @@ def config_of(args):
             "prompt_length": args.prompt_length,
             "memory_budget_gib": args.memory_budget_gib,
             "max_context": args.max_context,
+            "positions": args.positions,
+            "window": args.window,
         })
     return config
 

@@ -1,10 +1,13 @@
-"""Plumbing of `recipes.benchmark --mode generate` and `--mode context`.
+"""Plumbing of `recipes.benchmark --mode generate`, `--mode context` and
+`--mode step`.
 
 Tiny shapes, one repetition; nothing about speed is asserted. Generation:
 the rows, the paired ratio (the reference's is 1), the cache bytes per token
 (values only for a pure synthesizer: half the reference's), the rows a
 step reads, the table and the plot. Context: the doubling, the budget and
-what limits the next length (JAX only: XLA's buffer assignment).
+what limits the next length (JAX only: XLA's buffer assignment). Step:
+the steps from a position are the generation's, the positions, the fitted
+line and the table.
 """
 
 import json
@@ -18,6 +21,7 @@ from recipes.benchmark import context
 from recipes.benchmark import flags
 from recipes.benchmark import generation
 from recipes.benchmark import runner
+from recipes.benchmark import step_profile
 
 GENERATE = [
     "--mode", "generate", "--lengths", "12,20", "--prompt_length", "4",
@@ -130,3 +134,69 @@ def test_context_worker_and_report(tmp_path):
         str(tmp_path))
     assert "| MultiHeadAttention |" in table
     assert "| factorized_random |" in table
+
+
+STEP = [
+    "--mode", "step", "--lengths", "24", "--window", "4",
+    "--hidden_dim", "8", "--num_heads", "2", "--num_layers", "2",
+    "--batch_size", "2", "--vocabulary_size", "11",
+    "--variants", "random,random+vanilla", "--repetitions", "1",
+    "--warmup", "0",
+]
+
+
+def test_step_flags():
+    args = flags.parse(STEP)
+    assert (args.lengths, args.batch_size, args.num_layers) == ([24], 2, 2)
+    assert step_profile.default_positions(24, 4) == [1, 5, 10, 15, 20]
+    with pytest.raises(SystemExit, match=r"--positions must leave "
+                       r"--window=4 steps .* received \[22\]"):
+        flags.parse(STEP + ["--positions", "8,22"])
+    with pytest.raises(SystemExit, match="--window must be positive"):
+        flags.parse(STEP + ["--window", "0"])
+
+
+def test_fit_line():
+    assert step_profile.fit_line([0, 10, 20], [1.0, 2.0, 3.0]) == (
+        pytest.approx(1.0), pytest.approx(0.1))
+    assert step_profile.fit_line([5], [2.0]) == (2.0, 0.0)
+
+
+@pytest.mark.parametrize("row", ["hub", "random+vanilla"])
+def test_steps_from_a_position_continue_greedy_generation(row):
+    # The steps the mode times are generation's steps: from the caches of
+    # the prompt, 13 steps from position 4 give greedy's token at 17.
+    args = flags.parse(STEP)
+    model = generation.make_model(row, args, 24)
+    prompt = np.random.default_rng(1).integers(0, 11, (2, 4)).astype("int32")
+    tokens = keras.ops.convert_to_numpy(generation.greedy(model, prompt, 24))
+    first, caches = generation.decode(model, prompt, model[3](), 0)
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(first),
+                                  tokens[:, 4])
+    last = step_profile.steps_from(model, first, caches, 4, 13)
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(last),
+                                  tokens[:, 17])
+
+
+def test_step_worker_and_report(tmp_path):
+    args = flags.parse(STEP)
+    worker = step_profile.run_worker(args)
+    rows = worker["rows"]
+    assert [r["row"] for r in rows] == ["hub", "random", "random+vanilla"]
+    for r in rows:
+        assert r["positions"] == [1, 5, 10, 15, 20]
+        assert len(r["ms_per_step"]) == 5
+        assert all(ms > 0 for ms in r["ms_per_step"])
+        assert (r["fixed_ms"], r["ms_per_1k_positions"] / 1e3) == (
+            pytest.approx(step_profile.fit_line(r["positions"],
+                                                r["ms_per_step"])))
+    assert rows[1]["cache_bytes_per_token"] * 2 == (
+        rows[0]["cache_bytes_per_token"])
+    table = runner.summarize(
+        {"config": runner.config_of(args), "backends": [worker]},
+        str(tmp_path))
+    assert os.path.getsize(tmp_path / "table.md") > 0
+    assert table.count("| random |") == 1
+    # The reference's ratio to itself.
+    assert "| hub |" in table and table.split("| hub |")[1].split(
+        "\n")[0].rstrip().endswith("| 1.00 |")
