@@ -4,7 +4,8 @@ The exports tokenize inside the graph with tensorflow-text's ops
 (`RegexSplitWithOffsets`, `WordpieceTokenizeWithOffsets`, ...), which a
 process serving them must load (`import tensorflow_text`; TF Serving: a
 build with the tensorflow-text ops). `usage` describes an export; the
-recipes write it as `export/assets/README.md` and into `results.json`.
+recipes write it as `export/assets/README.md` (`write_export`) and into
+`results.json`.
 
 Pure Python.
 """
@@ -70,4 +71,21 @@ def write_readme(export_dir, description):
     return path
 
 
-__all__ = ["NEEDS", "usage", "write_readme"]
+def write_export(path, save, describe):
+    """Writes a SavedModel with `save(folder)` and its
+    `assets/README.md` from `describe("path/to/export")` (a `usage`).
+
+    Written to a temporary folder, then renamed: a kill while exporting
+    never leaves a half-written SavedModel at `path`. Returns `path`.
+    """
+    from recipes.core import run_directory
+
+    def write(tmp):
+        save(tmp)
+        write_readme(tmp, describe("path/to/export"))
+
+    run_directory.atomic_write(path, write)
+    return path
+
+
+__all__ = ["NEEDS", "usage", "write_export", "write_readme"]

@@ -28,15 +28,14 @@ def export_saved_model(path, model, preprocessor, task):
     """
     model.preprocessor = preprocessor
 
-    def write(tmp):
-        export_text_classifier(model, tmp, label_names=task.labels,
-                               input_names=input_names(task))
-        serving.write_readme(tmp, export_usage("path/to/export", task))
-
     # Written to a temporary folder, then renamed: a kill while exporting
     # never leaves a half-written SavedModel at `path`.
-    run_directory.atomic_write(path, write)
-    return path
+    return serving.write_export(
+        path,
+        lambda tmp: export_text_classifier(model, tmp,
+                                           label_names=task.labels,
+                                           input_names=input_names(task)),
+        lambda where: export_usage(where, task))
 
 
 def save_preset(path, model, preprocessor):

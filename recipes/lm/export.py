@@ -2,7 +2,6 @@
 
 from keras_synth.models import export_generator
 from recipes import serving
-from recipes.core import run_directory
 
 SIGNATURE = "generate"
 
@@ -20,15 +19,10 @@ def export_saved_model(path, lm):
     reloaded.signatures["generate"](prompt=tf.constant(["ROMEO:"]))
     ```
 
-    Written at a temporary name, then renamed: a kill while exporting never
-    leaves a half-written SavedModel at `path`.
+    Written at a temporary name, then renamed (`serving.write_export`).
     """
-    def write(tmp):
-        export_generator(lm, tmp)
-        serving.write_readme(tmp, export_usage("path/to/export"))
-
-    run_directory.atomic_write(path, write)
-    return path
+    return serving.write_export(
+        path, lambda tmp: export_generator(lm, tmp), export_usage)
 
 
 def export_usage(path):

@@ -2,7 +2,6 @@
 
 from keras_synth.models import export_generator
 from recipes import serving
-from recipes.core import run_directory
 
 SIGNATURE = "translate"
 
@@ -26,16 +25,14 @@ def export_saved_model(path, lm):
     # or: reloaded.translate(tf.constant(["Ein Hund."]))
     ```
 
-    Written at a temporary name, then renamed: a kill while exporting never
-    leaves a half-written SavedModel at `path`.
+    Written at a temporary name, then renamed (`serving.write_export`).
     """
-    def write(tmp):
-        export_generator(lm, tmp, signature=SIGNATURE, input_name="source",
-                         output_name="translation")
-        serving.write_readme(tmp, export_usage("path/to/export"))
-
-    run_directory.atomic_write(path, write)
-    return path
+    return serving.write_export(
+        path,
+        lambda tmp: export_generator(lm, tmp, signature=SIGNATURE,
+                                     input_name="source",
+                                     output_name="translation"),
+        export_usage)
 
 
 def export_usage(path):
