@@ -155,6 +155,9 @@ def run(args, log=print):
     from recipes.glue import loading
 
     config = dict(vars(args))
+    # First, before TensorFlow runs any op (multi-worker, TPU).
+    strategy = runtime.select_strategy(args.strategy, args.tpu,
+                                       args.cluster_timeout)
     train, evals, tests = loading.load_task_data(
         task, args.data_dir, args.tfds_data_dir
     )
@@ -178,15 +181,19 @@ def run(args, log=print):
 
     keras.utils.set_random_seed(args.seed)
     policy = runtime.configure_precision(args.mixed_precision)
-    vocab = vocabulary.prepare_vocabulary(
-        run_dir,
-        lambda: [text for example in train.texts for text in example],
-        vocab_file=args.vocab_file,
-        vocab_size=args.vocab_size,
-        lowercase=args.lowercase,
-        log=log,
-    )
-    strategy = runtime.select_strategy(args.strategy, args.tpu)
+
+    def prepare():  # the chief's vocabulary and backup, for every worker
+        vocab = vocabulary.prepare_vocabulary(
+            run_dir,
+            lambda: [text for example in train.texts for text in example],
+            vocab_file=args.vocab_file,
+            vocab_size=args.vocab_size,
+            lowercase=args.lowercase,
+            log=log,
+        )
+        return vocab, run_dir.resume()
+
+    vocab, initial_epoch = runtime.chief_first(strategy, prepare)
     log(f"Strategy: {type(strategy).__name__} with "
         f"{strategy.num_replicas_in_sync} replica(s); dtype policy {policy}.")
 
@@ -196,7 +203,7 @@ def run(args, log=print):
     train_ds = model_lib.make_dataset(
         train, preprocessor, args.batch_size, task, shuffle=True,
         seed=args.seed, drop_remainder=True, trim=trim,
-        epochs=args.epochs, initial_epoch=run_dir.last_epoch(),
+        epochs=args.epochs, initial_epoch=initial_epoch,
         token_dropout=args.token_dropout,
     )
     eval_data = {
@@ -229,7 +236,6 @@ def run(args, log=print):
             weight_decay=args.weight_decay, jit_compile=args.jit_compile,
             ema_momentum=args.ema_momentum,
         )
-        initial_epoch = run_dir.restore(model)
     parameters = training.count_params(model)
     log(f"Model: SynthesizerTextClassifier, {args.num_layers} x "
         "SynthesizerEncoder("
@@ -237,14 +243,15 @@ def run(args, log=print):
         f"heads, max_length {args.max_length}: {parameters:,} trainable "
         "parameters.")
     if initial_epoch:
-        log(f"Resuming after epoch {initial_epoch} from "
-            f"{run_dir.checkpoint_path(initial_epoch)}.")
+        log(f"Resuming after epoch {initial_epoch} from {run_dir.backup_dir}.")
 
     timer = training.make_steps_timer()
     callbacks = [timer, _eval_callback(task, eval_data, log)]
     callbacks += run_dir.callbacks(tensorboard=args.tensorboard)
     train_start = time.time()
     if initial_epoch < args.epochs:  # else killed before results.json
+        # The backup callback restores the weights, the optimizer and the
+        # epoch; the data stream starts at that epoch.
         model.fit(
             train_ds,
             epochs=args.epochs,
@@ -255,6 +262,7 @@ def run(args, log=print):
             shuffle=False,  # shuffled per epoch (seeded) by tf.data
         )
     else:
+        run_dir.restore(model)
         training.finalize_weights(model)
     train_time = time.time() - train_start
 
@@ -273,15 +281,17 @@ def run(args, log=print):
     log(f"Evaluation: {summary}")
 
     submissions = {}
-    if run_dir.is_chief:
-        from recipes.glue import tsv
+    from recipes.glue import tsv
 
-        for split, data in tests.items():
-            dataset = model_lib.make_dataset(
-                data, preprocessor, args.batch_size, task, labeled=False,
-                trim=trim)
-            predictions = model_lib.predictions_from_outputs(
-                task, model.predict(dataset, verbose=0))
+    for split, data in tests.items():
+        # Every worker predicts (the predictions are gathered over the
+        # workers), the chief writes.
+        dataset = model_lib.make_dataset(
+            data, preprocessor, args.batch_size, task, labeled=False,
+            trim=trim)
+        predictions = model_lib.predictions_from_outputs(
+            task, model.predict(dataset, verbose=0))
+        if run_dir.is_chief:
             filename = task.test_splits[split][2]
             path = run_dir.path("submission", filename)
             tsv.write_submission(path, task, data.ids, predictions)

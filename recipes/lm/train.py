@@ -203,6 +203,9 @@ def run(args, log=print):
     runtime.require_tensorflow_backend()
     validate_args(args)
     config = dict(vars(args))
+    # First, before TensorFlow runs any op (multi-worker, TPU).
+    strategy = runtime.select_strategy(args.strategy, args.tpu,
+                                       args.cluster_timeout)
     corpus = load_corpus(args)
     run_dir = run_directory.RunDirectory(args.model_dir, config,
                                   runtime_flags=RUNTIME_FLAGS)
@@ -218,12 +221,17 @@ def run(args, log=print):
 
     keras.utils.set_random_seed(args.seed)
     policy = runtime.configure_precision(args.mixed_precision)
-    tokenizer = tokenizers.prepare_tokenizer(run_dir, args, corpus["train"],
-                                             log)
+
+    def prepare():  # the chief's vocabulary and backup, for every worker
+        return (tokenizers.prepare_tokenizer(run_dir, args, corpus["train"],
+                                             log), run_dir.resume())
+
+    tokenizer, initial_epoch = runtime.chief_first(
+        strategy, prepare, fingerprint=lambda prepared: repr(
+            (tokenizers.vocabulary_of(prepared[0]), prepared[1])))
     stream = args.cut == "stream"
     encoded = evaluation.encode_splits(tokenizer, corpus, args)
     train = encoded["train"]
-    strategy = runtime.select_strategy(args.strategy, args.tpu)
     log(f"Strategy: {type(strategy).__name__} with "
         f"{strategy.num_replicas_in_sync} replica(s); dtype policy {policy}.")
     log(f"Tokens ({args.tokenizer}, vocabulary "
@@ -241,9 +249,8 @@ def run(args, log=print):
             f"{windows_per_epoch} training windows of --sequence_length="
             f"{args.sequence_length} tokens.")
     total_steps = steps_per_epoch * args.epochs
-    initial = run_dir.last_epoch()
     train_ds = model_lib.train_dataset(
-        train_rows, args.batch_size, args.seed, args.epochs, initial,
+        train_rows, args.batch_size, args.seed, args.epochs, initial_epoch,
         steps_per_epoch,
         stream_length=args.sequence_length + 1 if stream else None)
     valid_ds = None
@@ -254,7 +261,6 @@ def run(args, log=print):
     with strategy.scope():
         lm = model_lib.build_lm(tokenizer, args, stream)
         model_lib.compile_lm(lm, args, total_steps)
-        initial_epoch = run_dir.restore(lm)
     parameters = training.count_params(lm)
     log(f"Model: {args.num_layers} blocks, {args.synthesizer!r}, width "
         f"{args.hidden_dim}, {args.num_heads} heads, context "
@@ -262,7 +268,7 @@ def run(args, log=print):
         f"{steps_per_epoch} steps per epoch, {args.epochs} epochs.")
     if initial_epoch:
         log(f"Resuming after epoch {initial_epoch} from "
-            f"{run_dir.checkpoint_path(initial_epoch)}.")
+            f"{run_dir.backup_dir}.")
 
     timer = training.make_steps_timer()
     callbacks = [timer] + run_dir.callbacks(tensorboard=args.tensorboard)
@@ -280,6 +286,7 @@ def run(args, log=print):
                    callbacks=callbacks, verbose=args.verbose,
                    shuffle=False)
     else:
+        run_dir.restore(lm)
         training.finalize_weights(lm)
     train_time = time.time() - train_start
     history = run_dir.history()

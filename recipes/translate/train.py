@@ -243,6 +243,9 @@ def run(args, log=print):
     runtime.require_tensorflow_backend()
     validate_args(args)
     config = dict(vars(args))
+    # First, before TensorFlow runs any op (multi-worker, TPU).
+    strategy = runtime.select_strategy(args.strategy, args.tpu,
+                                       args.cluster_timeout)
     corpus = load_corpus(args)
     corpus["train"] = corpus["train"].head(args.max_train_examples)
     run_dir = run_directory.RunDirectory(args.model_dir, config,
@@ -260,23 +263,28 @@ def run(args, log=print):
     keras.utils.set_random_seed(args.seed)
     policy = runtime.configure_precision(args.mixed_precision)
     train = corpus["train"]
-    if args.vocab == "shared":
-        src_vocab = tgt_vocab = vocabulary.prepare_vocabulary(
-            run_dir, lambda: train.src + train.tgt,
-            vocab_file=args.vocab_file, vocab_size=args.vocab_size,
-            lowercase=args.lowercase, log=log)
-    else:
-        src_vocab = vocabulary.prepare_vocabulary(
-            run_dir, lambda: train.src, vocab_file=args.vocab_file,
-            vocab_size=args.vocab_size, lowercase=args.lowercase, log=log,
-            filename=f"vocab.{args.src}.txt")
-        tgt_vocab = vocabulary.prepare_vocabulary(
-            run_dir, lambda: train.tgt, vocab_file=args.tgt_vocab_file,
-            vocab_size=args.vocab_size, lowercase=args.lowercase, log=log,
-            filename=f"vocab.{args.tgt}.txt")
+
+    def prepare():  # the chief's vocabularies and backup, for every worker
+        if args.vocab == "shared":
+            src_vocab = tgt_vocab = vocabulary.prepare_vocabulary(
+                run_dir, lambda: train.src + train.tgt,
+                vocab_file=args.vocab_file, vocab_size=args.vocab_size,
+                lowercase=args.lowercase, log=log)
+        else:
+            src_vocab = vocabulary.prepare_vocabulary(
+                run_dir, lambda: train.src, vocab_file=args.vocab_file,
+                vocab_size=args.vocab_size, lowercase=args.lowercase,
+                log=log, filename=f"vocab.{args.src}.txt")
+            tgt_vocab = vocabulary.prepare_vocabulary(
+                run_dir, lambda: train.tgt, vocab_file=args.tgt_vocab_file,
+                vocab_size=args.vocab_size, lowercase=args.lowercase,
+                log=log, filename=f"vocab.{args.tgt}.txt")
+        return src_vocab, tgt_vocab, run_dir.resume()
+
+    src_vocab, tgt_vocab, initial_epoch = runtime.chief_first(
+        strategy, prepare)
     preprocessor = model_lib.Preprocessor(src_vocab, tgt_vocab,
                                           args.max_length, args.lowercase)
-    strategy = runtime.select_strategy(args.strategy, args.tpu)
     log(f"Strategy: {type(strategy).__name__} with "
         f"{strategy.num_replicas_in_sync} replica(s); dtype policy {policy}.")
 
@@ -292,7 +300,7 @@ def run(args, log=print):
     train_ds = model_lib.make_dataset(
         encoded, args.batch_size, shuffle=True, seed=args.seed,
         drop_remainder=True, static_shapes=static, epochs=args.epochs,
-        initial_epoch=run_dir.last_epoch())
+        initial_epoch=initial_epoch)
     valid_ds = None
     if "valid" in corpus:
         valid_encoded = model_lib.encode_corpus(preprocessor, corpus["valid"])
@@ -320,7 +328,6 @@ def run(args, log=print):
             label_smoothing=args.label_smoothing,
             weight_decay=args.weight_decay, jit_compile=args.jit_compile,
             ema_momentum=args.ema_momentum)
-        initial_epoch = run_dir.restore(model)
     parameters = training.count_params(model)
     log(f"Model: {args.num_layers}+{args.num_layers} blocks, self-attention "
         f"{args.synthesizer!r}, cross-attention "
@@ -330,7 +337,7 @@ def run(args, log=print):
         f"{parameters:,} trainable parameters.")
     if initial_epoch:
         log(f"Resuming after epoch {initial_epoch} from "
-            f"{run_dir.checkpoint_path(initial_epoch)}.")
+            f"{run_dir.backup_dir}.")
 
     timer = training.make_steps_timer()
     callbacks = [timer] + run_dir.callbacks(tensorboard=args.tensorboard)
@@ -344,6 +351,7 @@ def run(args, log=print):
                   steps_per_epoch=steps_per_epoch, validation_data=valid_ds,
                   callbacks=callbacks, verbose=args.verbose, shuffle=False)
     else:
+        run_dir.restore(model)
         training.finalize_weights(model)
     train_time = time.time() - train_start
     history = run_dir.history()
