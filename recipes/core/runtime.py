@@ -163,26 +163,39 @@ def _program():
     return "python -m " + name.removesuffix(".__main__") if name else "recipes"
 
 
+# Run by a watchdog process: ends the process `pid` (the recipe) with
+# `message` on stderr unless its stdin closes (the recipe's cluster is up,
+# or the recipe ended) within `timeout` seconds.
+_WATCHDOG = """
+import os, select, signal, sys
+pid, timeout, message = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+if not select.select([sys.stdin], [], [], timeout)[0]:
+    sys.stderr.write(message + "\\n")
+    sys.stderr.flush()
+    os.kill(pid, signal.SIGKILL)
+"""
+
+
 def _start_cluster_watchdog(timeout, cluster):
-    """Ends the process with a clear error if the cluster is not up within
-    `timeout` seconds (TensorFlow would wait for a missing worker for an
-    hour); returns the timer, to cancel once it is."""
-    import threading
+    """Ends this process with a clear error if the cluster is not up
+    within `timeout` seconds (TensorFlow would wait for a missing worker
+    for an hour); returns the watchdog process: close its stdin once the
+    cluster is up.
 
-    def expire():
-        addresses = ", ".join(a for job in cluster.values() for a in job)
-        print(f"{_program()}: error: The cluster of TF_CONFIG ({addresses}) "
-              f"was not up within --cluster_timeout={timeout:g} seconds: "
-              "start every worker (the same command, each with its own "
-              "TF_CONFIG task index), check that the addresses are "
-              "reachable, or raise --cluster_timeout.",
-              file=sys.stderr, flush=True)
-        os._exit(2)
+    A process, not a thread: while TensorFlow waits for the cluster it
+    holds Python's lock, and no thread or signal handler of this process
+    runs."""
+    import subprocess
 
-    timer = threading.Timer(timeout, expire)
-    timer.daemon = True
-    timer.start()
-    return timer
+    addresses = ", ".join(a for job in cluster.values() for a in job)
+    message = (f"{_program()}: error: The cluster of TF_CONFIG "
+               f"({addresses}) was not up within --cluster_timeout="
+               f"{timeout:g} seconds: start every worker (the same command, "
+               "each with its own TF_CONFIG task index), check that the "
+               "addresses are reachable, or raise --cluster_timeout.")
+    return subprocess.Popen(
+        [sys.executable, "-c", _WATCHDOG, str(os.getpid()), str(timeout),
+         message], stdin=subprocess.PIPE)
 
 
 def _multi_worker_strategy(cluster_timeout):
@@ -221,11 +234,12 @@ def _multi_worker_strategy(cluster_timeout):
             'e.g. TF_CONFIG=\'{"cluster": {"worker": ["host0:port0", '
             '"host1:port1"]}, "task": {"type": "worker", "index": 0}}\' '
             "(index 1 on the other worker).")
-    timer = _start_cluster_watchdog(cluster_timeout, cluster)
+    watchdog = _start_cluster_watchdog(cluster_timeout, cluster)
     try:
         return MultiWorkerMirroredStrategy()
     finally:
-        timer.cancel()
+        watchdog.stdin.close()
+        watchdog.wait()
 
 
 def chief_first(strategy, prepare, fingerprint=repr):
