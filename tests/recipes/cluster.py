@@ -71,30 +71,35 @@ class Cluster:
             whose other workers never come up starts only some.
         config: a `TF_CONFIG` for every started worker instead of the
             cluster's.
+        log_dir: a folder for the workers' output (`worker-N.log`).
     """
 
     def __init__(self, argv, num_workers=2, ports=None, start=None,
                  config=None, log_dir=None):
         self.ports = list(ports or free_ports(num_workers))
         self.processes = {}
-        self.outputs = {}
+        self.logs = {}
         self.started = time.time()
         for index in (range(num_workers) if start is None else start):
             env = worker_env(config if config is not None
                              else tf_config(self.ports, index))
-            log = open(os.path.join(log_dir, f"worker-{index}.log"), "w+") \
-                if log_dir else subprocess.DEVNULL
-            self.outputs[index] = log
-            self.processes[index] = subprocess.Popen(
-                [sys.executable] + list(argv), cwd=ROOT, env=env,
-                stdout=log, stderr=subprocess.STDOUT, text=True)
+            if log_dir:
+                self.logs[index] = os.path.join(log_dir,
+                                                f"worker-{index}.log")
+                with open(self.logs[index], "w") as log:
+                    self.processes[index] = subprocess.Popen(
+                        [sys.executable] + list(argv), cwd=ROOT, env=env,
+                        stdout=log, stderr=subprocess.STDOUT)
+            else:
+                self.processes[index] = subprocess.Popen(
+                    [sys.executable] + list(argv), cwd=ROOT, env=env,
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def output(self, index):
         """What worker `index` printed so far (needs `log_dir`)."""
-        log = self.outputs[index]
-        log.flush()
-        log.seek(0)
-        return log.read()
+        with open(self.logs[index], encoding="utf-8",
+                  errors="replace") as f:
+            return f.read()
 
     def wait(self, timeout):
         """Waits until every worker has exited or `timeout` seconds have

@@ -65,6 +65,17 @@ def _assert_same_weights(a_path, b_path, atol=1e-5):
     return a
 
 
+def _mirrored(recipe, model_dir, arguments):
+    """Runs `recipe` in one process with `--strategy=mirrored` on two
+    logical CPUs; returns its exit status."""
+    return run_with_two_cpus(f"""
+        import json, sys
+        from {recipe} import train
+        print("RESULT " + json.dumps(train.main(sys.argv[1:])))
+    """, "--strategy=mirrored", f"--model_dir={model_dir}", *arguments,
+        "--no_export", timeout=TIMEOUT)
+
+
 @pytest.fixture(scope="module")
 def two_workers(tmp_path_factory):
     """An uninterrupted two-worker run: its folder and its workers' output."""
@@ -118,13 +129,7 @@ def test_two_workers_train_as_one_process_on_two_cpus(two_workers, tmp_path):
     # batch: the same weights and optimizer state (the gradients were
     # all-reduced over the two workers, each example seen once an epoch).
     mirrored_dir = str(tmp_path / "mirrored")
-    run_with_two_cpus("""
-        import json, sys
-        from recipes.glue import train
-        code = train.main(sys.argv[1:])
-        print("RESULT " + json.dumps({"code": code}))
-    """, "--strategy=mirrored", f"--model_dir={mirrored_dir}", *GLUE,
-        "--no_export", timeout=TIMEOUT)
+    assert _mirrored("recipes.glue", mirrored_dir, GLUE) == 0
     weights = _assert_same_weights(
         os.path.join(model_dir, "backup", "latest.weights.h5"),
         os.path.join(mirrored_dir, "backup", "latest.weights.h5"))
@@ -227,3 +232,46 @@ def test_a_worker_whose_peer_never_comes_up_stops_in_bounded_time(tmp_path):
         "(127.0.0.1:" in output
     assert "was not up within --cluster_timeout=10 seconds" in output
     assert f"127.0.0.1:{cluster.ports[1]}" in output  # the missing peer
+
+
+TRANSLATE = ["--src=de", "--tgt=en", "--dataset=builtin",
+             "--synthesizer=random", "--epochs=1", "--max_train_examples=128",
+             "--batch_size=32", "--max_length=24", "--hidden_dim=16",
+             "--num_heads=2", "--num_layers=1", "--vocab_size=200",
+             "--learning_rate=3e-3", "--warmup_steps=2", "--beam_size=1",
+             "--dropout=0", "--verbose=2", "--no_tensorboard"]
+
+
+def test_two_workers_translate_as_one_process_on_two_cpus(tmp_path):
+    model_dir = str(tmp_path / "run")
+    cluster = Cluster(["-m", "recipes.translate", "--strategy=multi_worker",
+                       f"--model_dir={model_dir}", *TRANSLATE],
+                      log_dir=str(tmp_path))
+    try:
+        codes = cluster.wait(TIMEOUT)
+    finally:
+        cluster.kill()
+    outputs = [cluster.output(i) for i in range(2)]
+    assert codes == {0: 0, 1: 0}, outputs[0][-3000:] + outputs[1][-3000:]
+    results = run_directory.read_json(os.path.join(model_dir, "results.json"))
+    assert results["num_replicas"] == 2
+    assert 0.0 <= results["chrf"]["test"] <= 100.0
+    assert "Results:" not in outputs[1] and "Exported" not in outputs[1]
+
+    # The SavedModel reloads and translates.
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401 (the export's tokenizer ops)
+
+    translate = tf.saved_model.load(results["export"]).signatures["translate"]
+    out = translate(source=tf.constant(["Ein Hund läuft .", "Zwei Männer ."]))
+    assert out["translation"].shape == (2,)
+
+    # The same weights as one process on two logical CPUs.
+    mirrored_dir = str(tmp_path / "mirrored")
+    assert _mirrored("recipes.translate", mirrored_dir, TRANSLATE) == 0
+    _assert_same_weights(
+        os.path.join(model_dir, "backup", "latest.weights.h5"),
+        os.path.join(mirrored_dir, "backup", "latest.weights.h5"))
+    mirrored = run_directory.read_json(
+        os.path.join(mirrored_dir, "results.json"))
+    assert results["chrf"] == mirrored["chrf"]
