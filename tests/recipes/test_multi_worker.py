@@ -56,12 +56,21 @@ def _weights(path):
     return arrays
 
 
-def _assert_same_weights(a_path, b_path, atol=1e-5):
+def _assert_same_weights(a_path, b_path, atol=1e-5, gradient_free=()):
+    """The arrays of two `.weights.h5` files agree within `atol`, except
+    those named with a part of `gradient_free`: weights whose gradient is
+    zero in exact arithmetic, moved only by round-off (amplified by Adam),
+    which differs with the order of the float sums."""
     a, b = _weights(a_path), _weights(b_path)
     assert sorted(a) == sorted(b)
+    skipped = 0
     for name in a:
+        if any(part in name for part in gradient_free):
+            skipped += 1
+            continue
         np.testing.assert_allclose(a[name], b[name], rtol=0, atol=atol,
                                    err_msg=name)
+    assert skipped <= 2 * len(gradient_free)  # a weight and its bias at most
     return a
 
 
@@ -201,14 +210,12 @@ def test_a_killed_worker_resumes_to_the_uninterrupted_result(two_workers,
                 if n.startswith(run_directory.TMP_PREFIX)]
 
 
-@pytest.mark.parametrize("config, expected", [
-    ('{"cluster": {"worker": ["127.0.0.1:1"]', "is not valid JSON"),
-    ('{"cluster": {"worker": ["127.0.0.1"]}, "task": {"type": "worker", '
-     '"index": 0}}', "not as a non-empty list of \"host:port\""),
-    ('{"cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]}, "task": '
-     '{"type": "worker", "index": 2}}', "\"task\" index 2"),
-])
-def test_a_malformed_tf_config_is_a_clear_error(tmp_path, config, expected):
+def test_a_malformed_tf_config_is_a_clear_error(tmp_path):
+    # Each kind of mistake is checked in tests/recipes/core/test_runtime.py;
+    # here, that the recipe reports it at once and writes nothing.
+    config = ('{"cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]}, '
+              '"task": {"type": "worker", "index": 2}}')
+    expected = "\"task\" index 2; the 'worker' job has 2 address(es)"
     cluster = Cluster(_glue(str(tmp_path / "run")), start=[0],
                       config=config, log_dir=str(tmp_path))
     codes = cluster.wait(120)
@@ -269,9 +276,22 @@ def test_two_workers_translate_as_one_process_on_two_cpus(tmp_path):
     # The same weights as one process on two logical CPUs.
     mirrored_dir = str(tmp_path / "mirrored")
     assert _mirrored("recipes.translate", mirrored_dir, TRANSLATE) == 0
+    # Each worker cuts its half-batch to its own longest sentence (one
+    # process cuts the whole batch): the float sums differ in order. The
+    # key bias of the cross-attention's dot product has no gradient (a
+    # constant added to a query's logits leaves the softmax unchanged), so
+    # round-off alone moves it.
     _assert_same_weights(
         os.path.join(model_dir, "backup", "latest.weights.h5"),
-        os.path.join(mirrored_dir, "backup", "latest.weights.h5"))
+        os.path.join(mirrored_dir, "backup", "latest.weights.h5"),
+        gradient_free=["cross_attention/synthesizers/vanilla_synthesizer/"
+                       "key_dense/vars/1"])
     mirrored = run_directory.read_json(
         os.path.join(mirrored_dir, "results.json"))
-    assert results["chrf"] == mirrored["chrf"]
+    for got, want in zip(results["history"], mirrored["history"]):
+        for key in ("loss", "token_accuracy", "val_loss",
+                    "val_token_accuracy"):
+            np.testing.assert_allclose(got[key], want[key], rtol=1e-5,
+                                       err_msg=key)
+    np.testing.assert_allclose(results["chrf"]["test"],
+                               mirrored["chrf"]["test"], atol=1e-6)
