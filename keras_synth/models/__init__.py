@@ -31,7 +31,7 @@ from keras_synth.models.synthesizer_seq2seq_lm_preprocessor import (
 )
 from keras_synth.models.synthesizer_tokenizer import RESERVED_TOKENS
 from keras_synth.models.synthesizer_tokenizer import SynthesizerTokenizer
-from keras_synth.models.synthesizer_tokenizer import (
+from keras_synth.models.wordpiece_vocabulary import (
     learn_wordpiece_vocabulary,
 )
 

@@ -1,6 +1,7 @@
 """`SynthesizerCausalLMPreprocessor`: raw strings to next-token examples."""
 
 import keras
+import numpy as np
 
 from keras_synth.layers.block_utils import keras_nlp
 from keras_synth.models.synthesizer_causal_lm_backbone import (
@@ -53,3 +54,56 @@ class SynthesizerCausalLMPreprocessor(keras_nlp.models.CausalLMPreprocessor):
 
     backbone_cls = SynthesizerCausalLMBackbone
     tokenizer_cls = SynthesizerCharTokenizer
+
+    def build(self, input_shape):
+        # keras-hub's packer prepends the start token in `generate_preprocess`
+        # whatever `add_start_token` says; a model trained without one (a
+        # contiguous character stream) must not see it in its prompts.
+        start_value = self.tokenizer.start_token_id
+        self.packer = keras_nlp.layers.StartEndPacker(
+            start_value=start_value if self.add_start_token else None,
+            end_value=self.tokenizer.end_token_id,
+            pad_value=self.tokenizer.pad_token_id,
+            sequence_length=self.sequence_length,
+            return_padding_mask=True,
+        )
+        self.built = True
+
+    def generate_preprocess(self, x, sequence_length=None):
+        """Tokenizes prompts for `generate()`; each must keep a token.
+
+        The start token is prepended only with `add_start_token=True`.
+        Without it an empty prompt leaves nothing to continue from and is
+        refused: a `ValueError` eagerly, an `InvalidArgumentError` inside a
+        `tf.function` (an exported model).
+        """
+        outputs = super().generate_preprocess(
+            x, sequence_length=sequence_length
+        )
+        if not self.add_start_token:
+            check_prompts_not_empty(outputs["padding_mask"])
+        return outputs
+
+
+def check_prompts_not_empty(padding_mask):
+    """Raises if a row of `padding_mask` has no token (an empty prompt)."""
+    message = (
+        "Argument `x` of `generate()` holds an empty prompt; the "
+        "preprocessor adds no start token (`add_start_token=False`), so "
+        "each prompt needs at least one token to continue from."
+    )
+    import tensorflow as tf
+
+    if tf.is_tensor(padding_mask) and tf.is_symbolic_tensor(padding_mask):
+        lengths = tf.reduce_sum(tf.cast(padding_mask, "int32"), axis=-1)
+        tf.debugging.assert_positive(lengths, message=message)
+        return
+    mask = np.asarray(keras.ops.convert_to_numpy(padding_mask))
+    lengths = np.sum(mask.astype("int32"), axis=-1)
+    empty = np.flatnonzero(np.reshape(lengths, [-1]) == 0)
+    if empty.size:
+        raise ValueError(
+            f"{message} Received: empty prompt(s) at index "
+            f"{empty.tolist()}."
+        )
+

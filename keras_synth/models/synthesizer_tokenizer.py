@@ -1,5 +1,5 @@
 """`SynthesizerTokenizer`: WordPiece with the reserved tokens of the
-Synthesizer models, and a vocabulary learner."""
+Synthesizer models."""
 
 import keras
 import keras_hub
@@ -88,53 +88,3 @@ def check_reserved_tokens(vocabulary, owner="SynthesizerTokenizer"):
             f"{list(RESERVED_TOKENS)} (learn_wordpiece_vocabulary puts "
             "them first)."
         )
-
-
-def learn_wordpiece_vocabulary(texts, vocabulary_size, lowercase=True):
-    """Learns a WordPiece vocabulary for `SynthesizerTokenizer` from text.
-
-    Uses `keras_hub.tokenizers.compute_word_piece_vocabulary`
-    (tensorflow-text's BERT vocabulary learner; needs TensorFlow and
-    tensorflow-text, on any Keras backend). The reserved tokens come first,
-    `[PAD]` at id 0.
-
-    Args:
-        texts: an iterable of strings (the training text).
-        vocabulary_size: int, the largest size of the vocabulary (the
-            learner may return fewer tokens on little text).
-        lowercase: bool, whether to lowercase first (match the tokenizer's
-            `lowercase`). Defaults to `True`.
-
-    Returns:
-        The vocabulary, a list of strings.
-
-    Example:
-
-    >>> vocab = learn_wordpiece_vocabulary(
-    ...     ["the plot is dull .", "the cast is grand ."] * 10, 100)
-    >>> vocab[:5]
-    ['[PAD]', '[CLS]', '[SEP]', '[UNK]', '[MASK]']
-    >>> "plot" in vocab
-    True
-    """
-    if not isinstance(vocabulary_size, int) or vocabulary_size <= len(
-        RESERVED_TOKENS
-    ):
-        raise ValueError(
-            "Argument `vocabulary_size` must be an int larger than the "
-            f"{len(RESERVED_TOKENS)} reserved tokens. Received: "
-            f"vocabulary_size={vocabulary_size!r}"
-        )
-    import tensorflow as tf
-
-    texts = [str(t) for t in texts]
-    if not texts:
-        raise ValueError("Argument `texts` is empty; expected training text.")
-    dataset = tf.data.Dataset.from_tensor_slices(texts).batch(1000)
-    vocab = keras_hub.tokenizers.compute_word_piece_vocabulary(
-        dataset,
-        vocabulary_size=vocabulary_size,
-        lowercase=lowercase,
-        reserved_tokens=list(RESERVED_TOKENS),
-    )
-    return list(vocab)

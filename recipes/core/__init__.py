@@ -10,9 +10,12 @@
 - `run_directory`: `RunDirectory`, atomic writes, JSON files and the
   recovery of what a killed run left behind.
 - `training`: schedule, moving average, resumable epoch streams, steps
-  timer and time budget.
+  timer, time budget, and the callbacks `Model.fit` gets
+  (`assemble_callbacks`).
 - `callbacks`: Keras' BackupAndRestore (atomic, chief-only), CSVLogger
   history and TensorBoard, as every recipe trains with them.
+- `experiment`: the fit-evaluate-export skeleton of every recipe's `run()`
+  (`train_and_evaluate`).
 
 Importing these modules needs no TensorFlow and does not select a Keras
 backend: the TensorFlow-specific helpers import it when called.

@@ -76,6 +76,52 @@ def add_common_flags(parser, default_batch_size=32, default_epochs=3,
     return group
 
 
+SYNTHESIZERS_HELP = ("vanilla, dense, random, fixed_random, "
+                     "factorized_dense, factorized_random, or a mixture such "
+                     "as random+vanilla")
+
+
+def add_model_flags(group, blocks, num_layers, hidden_dim,
+                    synthesizer_help="Attention variant"):
+    """Adds the architecture flags the recipes share to an argument group:
+    `--synthesizer`, `--num_layers` (of `blocks`), `--hidden_dim`,
+    `--num_heads`, `--intermediate_dim`, `--dropout`, `--factorized_rank`.
+    """
+    group.add_argument("--synthesizer", default="random+vanilla",
+                       help=f"{synthesizer_help}: {SYNTHESIZERS_HELP}.")
+    group.add_argument("--num_layers", type=int, default=num_layers,
+                       help=f"Number of {blocks} blocks.")
+    group.add_argument("--hidden_dim", type=int, default=hidden_dim,
+                       help="Model width (embeddings and blocks).")
+    group.add_argument("--num_heads", type=int, default=4,
+                       help="Attention heads per block.")
+    group.add_argument("--intermediate_dim", type=int, default=None,
+                       help="Feedforward width (default: 4 x "
+                       "--hidden_dim).")
+    group.add_argument("--dropout", type=float, default=0.1,
+                       help="Dropout rate of the embeddings, attention, "
+                       "feedforward (and classification head).")
+    group.add_argument("--factorized_rank", type=int, default=8,
+                       help="Rank of factorized_random (the paper's r).")
+
+
+def add_output_switches(group, attention_plot=False):
+    """Adds `--no_export` and `--no_tensorboard` (and, with
+    `attention_plot`, `--no_attention_plot`) to an argument group."""
+    group.add_argument("--no_export", dest="export", action="store_false",
+                       help="Skip the SavedModel export (by default it is "
+                       "written to <model_dir>/export).")
+    if attention_plot:
+        group.add_argument("--no_attention_plot", dest="attention_plot",
+                           action="store_false",
+                           help="Skip attention.png (by default it is "
+                           "drawn).")
+    group.add_argument("--no_tensorboard", dest="tensorboard",
+                       action="store_false",
+                       help="Skip the TensorBoard logs (by default written "
+                       "to <model_dir>/logs).")
+
+
 def add_time_budget_flag(group):
     """Adds `--time_budget_minutes` (see `make_time_budget_callback`)."""
     group.add_argument("--time_budget_minutes", type=float, default=None,

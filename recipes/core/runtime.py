@@ -91,6 +91,23 @@ def select_strategy(name, tpu=None,
     return tf.distribute.TPUStrategy(resolver)
 
 
+def setup(args, log=print):
+    """Returns the strategy (`--strategy`, `--tpu`, `--cluster_timeout`),
+    created first, before TensorFlow runs any op; then seeds Keras
+    (`--seed`) and sets the dtype policy (`--mixed_precision`), logging
+    both. Call it before reading data or learning a vocabulary."""
+    import keras
+
+    strategy = select_strategy(args.strategy, args.tpu,
+                               getattr(args, "cluster_timeout",
+                                       DEFAULT_CLUSTER_TIMEOUT))
+    keras.utils.set_random_seed(args.seed)
+    policy = configure_precision(args.mixed_precision)
+    log(f"Strategy: {type(strategy).__name__} with "
+        f"{strategy.num_replicas_in_sync} replica(s); dtype policy {policy}.")
+    return strategy
+
+
 def parse_tf_config(text=None):
     """Reads and checks `TF_CONFIG` (default: the environment's).
 

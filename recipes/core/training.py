@@ -42,6 +42,28 @@ def count_params(model):
                    else int(v.size) for v in model.trainable_weights))
 
 
+def assemble_callbacks(run_dir, tensorboard=True, time_budget_minutes=None,
+                       extra=()):
+    """Every callback a recipe's `Model.fit` gets, in order: the steps
+    timer (it adds `steps_per_second` to the epoch's logs), the recipe's
+    `extra` callbacks (e.g. per-epoch evaluation, adding their metrics),
+    then the run directory's (`recipes.core.callbacks.run_callbacks`:
+    history, TensorBoard, backup, which record the logs), then the time
+    budget.
+
+    Returns:
+        `(callbacks, timer, budget)`; `budget` is None without
+        `time_budget_minutes`.
+    """
+    timer = make_steps_timer()
+    callbacks = [timer, *extra, *run_dir.callbacks(tensorboard)]
+    budget = None
+    if time_budget_minutes:
+        budget = make_time_budget_callback(time_budget_minutes)
+        callbacks.append(budget)
+    return callbacks, timer, budget
+
+
 def shuffled_epochs(dataset, buffer_size, batch_size, seed, epochs,
                     initial_epoch=0, drop_remainder=True):
     """Batches of `dataset` for epochs `initial_epoch .. epochs - 1`, one

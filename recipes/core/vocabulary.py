@@ -13,8 +13,9 @@ PAD, CLS, SEP, UNK, MASK = RESERVED_TOKENS
 
 def learn_wordpiece_vocabulary(texts, vocab_size, lowercase=True):
     """Learns a WordPiece vocabulary from an iterable of strings
-    (`keras_synth.models.learn_wordpiece_vocabulary`: tensorflow-text's BERT
-    vocabulary learner, `RESERVED_TOKENS` first, `[PAD]` at id 0).
+    (`keras_synth.models.learn_wordpiece_vocabulary`: the `tokenizers`
+    library's WordPiece trainer with keras-hub's normalisation and word
+    splitting, `RESERVED_TOKENS` first, `[PAD]` at id 0).
 
     Returns:
         The list of tokens.

@@ -5,13 +5,9 @@ import os
 
 import numpy as np
 
-from recipes.core import run_directory
-from recipes.core import runtime
+from keras_synth.models import export_text_classifier
 from recipes import serving
-
-runtime.require_tensorflow_backend()
-
-from keras_synth.models import export_text_classifier  # noqa: E402
+from recipes.core import run_directory
 
 
 def input_names(task):
@@ -144,3 +140,55 @@ def plot_attention(path, scores, tokens, title="", caption=""):
     fig.savefig(path, dpi=130)
     plt.close(fig)
     return path
+
+
+def export_run(run_dir, model, probe, preprocessor, task, evals,
+               test_predictions, args, log=print):
+    """What the chief writes once the model is trained: test-set
+    submissions (`test_predictions`: split -> `(data, predictions)`, made
+    by every worker: a multi-worker `predict` gathers over the workers),
+    the attention maps of the first evaluation example, the SavedModel
+    (with `--export`) and the keras-hub preset.
+
+    Returns:
+        The entries of `results.json` that name them.
+    """
+    from recipes.glue import model as model_lib
+    from recipes.glue import tsv
+
+    submissions = {}
+    for split, (data, predictions) in test_predictions.items():
+        path = run_dir.path("submission", task.test_splits[split][2])
+        tsv.write_submission(path, task, data.ids, predictions)
+        submissions[split] = path
+
+    example = evals[next(iter(evals))]
+    example_inputs = model_lib.pack(preprocessor, tuple(
+        [example.texts[0][i]] for i in range(task.num_segments)))
+    scores = [s[0] for s in probe(example_inputs)]
+    n = int(example_inputs["padding_mask"].numpy()[0].sum())
+    tokens = model_lib.tokens(preprocessor,
+                              example_inputs["token_ids"].numpy()[0][:n])
+    plot_path = plot_attention(
+        run_dir.path("attention.png"), scores, tokens,
+        title=f"{task.name} / {args.synthesizer}: "
+        + " | ".join(example.texts[0])[:120],
+        caption=example_caption(task, example.labels[0],
+                                model(example_inputs, training=False)),
+    )
+
+    export_path = None
+    if args.export:
+        export_path = export_saved_model(run_dir.path("export"), model,
+                                         preprocessor, task)
+        log(f"Exported a SavedModel (raw strings in) to {export_path}")
+    preset_path = save_preset(run_dir.path("preset"), model, preprocessor)
+    log(f"Saved a keras-hub preset to {preset_path}")
+    return {
+        "submissions": submissions,
+        "attention_png": plot_path,
+        "export": export_path,
+        "export_usage": (export_usage(export_path, task)
+                         if export_path else None),
+        "preset": preset_path,
+    }

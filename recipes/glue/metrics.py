@@ -1,71 +1,50 @@
-"""GLUE's official metrics in NumPy (no TensorFlow, no scikit-learn)."""
+"""GLUE's official metrics, from scikit-learn and SciPy."""
 
 import numpy as np
 
 
 def accuracy(labels, predictions):
-    labels, predictions = np.asarray(labels), np.asarray(predictions)
-    return float(np.mean(labels == predictions))
+    from sklearn.metrics import accuracy_score
+
+    return float(accuracy_score(labels, predictions))
 
 
 def f1(labels, predictions):
-    """Binary F1 of the positive class 1 (MRPC, QQP)."""
-    labels = np.asarray(labels) == 1
-    predictions = np.asarray(predictions) == 1
-    tp = np.sum(labels & predictions)
-    fp = np.sum(~labels & predictions)
-    fn = np.sum(labels & ~predictions)
-    if tp == 0:
-        return 0.0
-    return float(2 * tp / (2 * tp + fp + fn))
+    """Binary F1 of the positive class 1 (MRPC, QQP); 0 without positives."""
+    from sklearn.metrics import f1_score
+
+    return float(f1_score(labels, predictions, pos_label=1,
+                          zero_division=0.0))
 
 
 def matthews_corr(labels, predictions):
     """Matthews correlation coefficient (CoLA), multiclass form."""
-    labels, predictions = np.asarray(labels), np.asarray(predictions)
-    classes = np.union1d(labels, predictions)
-    index = {c: i for i, c in enumerate(classes)}
-    confusion = np.zeros((len(classes), len(classes)), dtype=np.float64)
-    for t, p in zip(labels, predictions):
-        confusion[index[t], index[p]] += 1
-    t_sum = confusion.sum(axis=1)
-    p_sum = confusion.sum(axis=0)
-    n = confusion.sum()
-    correct = np.trace(confusion)
-    cov_ytyp = correct * n - np.dot(t_sum, p_sum)
-    cov_ypyp = n * n - np.dot(p_sum, p_sum)
-    cov_ytyt = n * n - np.dot(t_sum, t_sum)
-    if cov_ypyp * cov_ytyt == 0:
+    from sklearn.metrics import matthews_corrcoef
+
+    return float(matthews_corrcoef(labels, predictions))
+
+
+def _correlation(statistic, labels, predictions):
+    """`statistic(labels, predictions)`'s coefficient; 0 where either side
+    is constant (SciPy's NaN: no correlation is defined)."""
+    x = np.asarray(labels, dtype=np.float64)
+    y = np.asarray(predictions, dtype=np.float64)
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
         return 0.0
-    return float(cov_ytyp / np.sqrt(cov_ytyt * cov_ypyp))
+    return float(statistic(x, y)[0])
 
 
 def pearson(labels, predictions):
-    x = np.asarray(labels, dtype=np.float64)
-    y = np.asarray(predictions, dtype=np.float64)
-    x, y = x - x.mean(), y - y.mean()
-    denominator = np.sqrt(np.sum(x * x) * np.sum(y * y))
-    return 0.0 if denominator == 0 else float(np.sum(x * y) / denominator)
+    from scipy.stats import pearsonr
 
-
-def _ranks(values):
-    """Ranks starting at 1, ties get their average rank."""
-    values = np.asarray(values, dtype=np.float64)
-    order = np.argsort(values, kind="mergesort")
-    ranks = np.empty(len(values), dtype=np.float64)
-    sorted_values = values[order]
-    i = 0
-    while i < len(values):
-        j = i
-        while j + 1 < len(values) and sorted_values[j + 1] == sorted_values[i]:
-            j += 1
-        ranks[order[i : j + 1]] = (i + j) / 2.0 + 1.0
-        i = j + 1
-    return ranks
+    return _correlation(pearsonr, labels, predictions)
 
 
 def spearman(labels, predictions):
-    return pearson(_ranks(labels), _ranks(predictions))
+    """Spearman's rank correlation (ties get their average rank)."""
+    from scipy.stats import spearmanr
+
+    return _correlation(spearmanr, labels, predictions)
 
 
 METRICS = {

@@ -1,22 +1,15 @@
 """The GLUE model (a `keras_synth.models.SynthesizerTextClassifier`) and its
 tf.data pipeline (TensorFlow backend)."""
 
+import keras
 import numpy as np
+import tensorflow as tf
 
-from recipes.core import runtime
+from keras_synth.models import SynthesizerBackbone
+from keras_synth.models import SynthesizerTextClassifier
+from keras_synth.models import SynthesizerTextClassifierPreprocessor
+from keras_synth.models import SynthesizerTokenizer
 from recipes.core import training
-
-runtime.require_tensorflow_backend()
-
-import keras  # noqa: E402
-import tensorflow as tf  # noqa: E402
-
-from keras_synth.models import SynthesizerBackbone  # noqa: E402
-from keras_synth.models import SynthesizerTextClassifier  # noqa: E402
-from keras_synth.models import (  # noqa: E402
-    SynthesizerTextClassifierPreprocessor,
-)
-from keras_synth.models import SynthesizerTokenizer  # noqa: E402
 
 
 def make_preprocessor(vocab, sequence_length, lowercase=True):

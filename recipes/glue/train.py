@@ -14,10 +14,10 @@ import os
 import time
 
 from recipes import cli
+from recipes.core import experiment
 from recipes.core import flags
 from recipes.core import run_directory
 from recipes.core import runtime
-from recipes.core import training
 from recipes.core import vocabulary
 from recipes.glue import metrics as metrics_lib
 from recipes.glue import tasks as tasks_lib
@@ -49,34 +49,17 @@ def build_parser():
                        help="Use only the first N training examples "
                        "(default: all).")
     group = parser.add_argument_group("model")
-    group.add_argument(
-        "--synthesizer", default="random+vanilla",
-        help="Attention variant: vanilla, dense, random, fixed_random, "
-        "factorized_dense, factorized_random, or a mixture such as "
-        "random+vanilla.")
+    flags.add_model_flags(group, "SynthesizerEncoder", num_layers=2,
+                          hidden_dim=128)
     group.add_argument("--max_length", type=int, default=128,
                        help="Packed sequence length (the synthesizers' "
                        "max_length).")
-    group.add_argument("--num_layers", type=int, default=2,
-                       help="SynthesizerEncoder blocks.")
-    group.add_argument("--hidden_dim", type=int, default=128,
-                       help="Model width (embeddings and blocks).")
-    group.add_argument("--num_heads", type=int, default=4,
-                       help="Attention heads per block.")
-    group.add_argument("--intermediate_dim", type=int, default=None,
-                       help="Feedforward width (default: 4 x "
-                       "--hidden_dim).")
-    group.add_argument("--dropout", type=float, default=0.1,
-                       help="Dropout rate of the embeddings, attention, "
-                       "feedforward and head.")
     group.add_argument("--token_dropout", type=float, default=0.0,
                        help="Word dropout: the probability that a training "
                        "token is left out of attention and pooling.")
     group.add_argument("--pooling", choices=("mean", "cls"), default="mean",
                        help="Sentence vector: mean of the unpadded tokens, "
                        "or the [CLS] token.")
-    group.add_argument("--factorized_rank", type=int, default=8,
-                       help="Rank of factorized_random (the paper's r).")
     group.add_argument(
         "--pad_to_max_length", action="store_true",
         help="Pad every batch to --max_length (static shapes; always on "
@@ -88,14 +71,7 @@ def build_parser():
                        "default text is lowercased).")
     flags.add_common_flags(parser,
                             model_dir_default="runs/glue/<task>-<variant>")
-    group = parser.add_argument_group("outputs")
-    group.add_argument("--no_export", dest="export", action="store_false",
-                       help="Skip the SavedModel export (by default it is "
-                       "written to <model_dir>/export).")
-    group.add_argument("--no_tensorboard", dest="tensorboard",
-                       action="store_false",
-                       help="Skip the TensorBoard logs (by default written "
-                       "to <model_dir>/logs).")
+    flags.add_output_switches(parser.add_argument_group("outputs"))
     return parser
 
 
@@ -156,8 +132,7 @@ def run(args, log=print):
 
     config = dict(vars(args))
     # First, before TensorFlow runs any op (multi-worker, TPU).
-    strategy = runtime.select_strategy(args.strategy, args.tpu,
-                                       args.cluster_timeout)
+    strategy = runtime.setup(args, log)
     train, evals, tests = loading.load_task_data(
         task, args.data_dir, args.tfds_data_dir
     )
@@ -174,13 +149,8 @@ def run(args, log=print):
             f"{len(train)} training examples."
         )
 
-    import keras
-
     from recipes.glue import export as export_lib
     from recipes.glue import model as model_lib
-
-    keras.utils.set_random_seed(args.seed)
-    policy = runtime.configure_precision(args.mixed_precision)
 
     def prepare():  # the chief's vocabulary and backup, for every worker
         vocab = vocabulary.prepare_vocabulary(
@@ -194,9 +164,6 @@ def run(args, log=print):
         return vocab, run_dir.resume()
 
     vocab, initial_epoch = runtime.chief_first(strategy, prepare)
-    log(f"Strategy: {type(strategy).__name__} with "
-        f"{strategy.num_replicas_in_sync} replica(s); dtype policy {policy}.")
-
     preprocessor = model_lib.make_preprocessor(vocab, args.max_length,
                                                args.lowercase)
     trim = not (args.pad_to_max_length or args.strategy == "tpu")
@@ -213,9 +180,10 @@ def run(args, log=print):
         for split, data in evals.items()
     }
     steps_per_epoch = len(train) // args.batch_size
+    built = {}
 
-    with strategy.scope():
-        model, probe = model_lib.build_model(
+    def build():
+        model, built["probe"] = model_lib.build_model(
             vocab_size=len(vocab),
             num_classes=task.num_classes,
             num_segments=task.num_segments,
@@ -236,132 +204,49 @@ def run(args, log=print):
             weight_decay=args.weight_decay, jit_compile=args.jit_compile,
             ema_momentum=args.ema_momentum,
         )
-    parameters = training.count_params(model)
-    log(f"Model: SynthesizerTextClassifier, {args.num_layers} x "
-        "SynthesizerEncoder("
-        f"{args.synthesizer!r}), width {args.hidden_dim}, {args.num_heads} "
-        f"heads, max_length {args.max_length}: {parameters:,} trainable "
-        "parameters.")
-    if initial_epoch:
-        log(f"Resuming after epoch {initial_epoch} from {run_dir.backup_dir}.")
+        return model
 
-    timer = training.make_steps_timer()
-    callbacks = [timer, _eval_callback(task, eval_data, log)]
-    callbacks += run_dir.callbacks(tensorboard=args.tensorboard)
-    train_start = time.time()
-    if initial_epoch < args.epochs:  # else killed before results.json
-        # The backup callback restores the weights, the optimizer and the
-        # epoch; the data stream starts at that epoch.
-        model.fit(
-            train_ds,
-            epochs=args.epochs,
-            initial_epoch=initial_epoch,
-            steps_per_epoch=steps_per_epoch,
-            callbacks=callbacks,
-            verbose=args.verbose,
-            shuffle=False,  # shuffled per epoch (seeded) by tf.data
+    def describe(parameters):
+        return (f"Model: SynthesizerTextClassifier, {args.num_layers} x "
+                f"SynthesizerEncoder({args.synthesizer!r}), width "
+                f"{args.hidden_dim}, {args.num_heads} heads, max_length "
+                f"{args.max_length}: {parameters:,} trainable parameters.")
+
+    def evaluate(model, run):
+        results_metrics = {}
+        for split, (dataset, labels) in eval_data.items():
+            outputs = model.predict(dataset, verbose=0)
+            predictions = model_lib.predictions_from_outputs(task, outputs)
+            results_metrics[split] = metrics_lib.compute_metrics(
+                task, labels, predictions
+            )
+        summary = "; ".join(
+            f"{split} " + ", ".join(f"{k}={v:.4f}" for k, v in values.items())
+            for split, values in results_metrics.items()
         )
-    else:
-        run_dir.restore(model)
-        training.finalize_weights(model)
-    train_time = time.time() - train_start
+        log(f"Evaluation: {summary}")
+        for split, data in tests.items():  # on every worker (see export)
+            dataset = model_lib.make_dataset(
+                data, preprocessor, args.batch_size, task, labeled=False,
+                trim=trim)
+            test_predictions[split] = (
+                data, model_lib.predictions_from_outputs(
+                    task, model.predict(dataset, verbose=0)))
+        return {"task": task.name, "synthesizer": args.synthesizer,
+                "main_metric": task.main_metric, "metrics": results_metrics}
 
-    # Final evaluation.
-    results_metrics = {}
-    for split, (dataset, labels) in eval_data.items():
-        outputs = model.predict(dataset, verbose=0)
-        predictions = model_lib.predictions_from_outputs(task, outputs)
-        results_metrics[split] = metrics_lib.compute_metrics(
-            task, labels, predictions
-        )
-    summary = "; ".join(
-        f"{split} " + ", ".join(f"{k}={v:.4f}" for k, v in values.items())
-        for split, values in results_metrics.items()
-    )
-    log(f"Evaluation: {summary}")
+    test_predictions = {}
 
-    submissions = {}
-    from recipes.glue import tsv
+    def export(model):
+        return export_lib.export_run(
+            run_dir, model, built["probe"], preprocessor, task, evals,
+            test_predictions, args, log)
 
-    for split, data in tests.items():
-        # Every worker predicts (the predictions are gathered over the
-        # workers), the chief writes.
-        dataset = model_lib.make_dataset(
-            data, preprocessor, args.batch_size, task, labeled=False,
-            trim=trim)
-        predictions = model_lib.predictions_from_outputs(
-            task, model.predict(dataset, verbose=0))
-        if run_dir.is_chief:
-            filename = task.test_splits[split][2]
-            path = run_dir.path("submission", filename)
-            tsv.write_submission(path, task, data.ids, predictions)
-            submissions[split] = path
-
-    # Attention maps of the first evaluation example.
-    first_split = next(iter(evals))
-    example = evals[first_split]
-    example_inputs = model_lib.pack(preprocessor, tuple(
-        [example.texts[0][i]] for i in range(task.num_segments)))
-    scores = [s[0] for s in probe(example_inputs)]
-    n = int(example_inputs["padding_mask"].numpy()[0].sum())
-    tokens = model_lib.tokens(preprocessor,
-                              example_inputs["token_ids"].numpy()[0][:n])
-    plot_path = None
-    if run_dir.is_chief:
-        plot_path = export_lib.plot_attention(
-            run_dir.path("attention.png"), scores, tokens,
-            title=f"{task.name} / {args.synthesizer}: "
-            + " | ".join(example.texts[0])[:120],
-            caption=export_lib.example_caption(
-                task, example.labels[0],
-                model(example_inputs, training=False)),
-        )
-
-    export_path = None
-    if args.export and run_dir.is_chief:
-        export_path = export_lib.export_saved_model(
-            run_dir.path("export"), model, preprocessor, task
-        )
-        log(f"Exported a SavedModel (raw strings in) to {export_path}")
-    preset_path = None
-    if run_dir.is_chief:
-        preset_path = export_lib.save_preset(run_dir.path("preset"), model,
-                                             preprocessor)
-        log(f"Saved a keras-hub preset to {preset_path}")
-
-    history = run_dir.history()
-    results = {
-        "task": task.name,
-        "synthesizer": args.synthesizer,
-        "main_metric": task.main_metric,
-        "metrics": results_metrics,
-        "parameters": parameters,
-        "parameters_total": int(model.count_params()),
-        "steps_per_second": (timer.steps_per_second if timer.steps
-                             else (history[-1].get("steps_per_second")
-                                   if history else None)),
-        "train_steps": steps_per_epoch * args.epochs,
-        "optimizer_steps": int(keras.ops.convert_to_numpy(
-            model.optimizer.iterations)),
-        "epochs": args.epochs,
-        "resumed_from_epoch": initial_epoch,
-        "train_time_s": train_time,
-        "wall_time_s": time.time() - wall_start,
-        "num_replicas": strategy.num_replicas_in_sync,
-        "history": history,
-        "submissions": submissions,
-        "attention_png": plot_path,
-        "export": export_path,
-        "export_usage": (export_lib.export_usage(export_path, task)
-                         if export_path else None),
-        "preset": preset_path,
-        "args": config,
-        "environment": runtime.environment(),
-    }
-    if run_dir.is_chief:
-        path = run_dir.write_results(results)
-        log(f"Results: {path}")
-    return results
+    return experiment.train_and_evaluate(
+        args, run_dir, strategy, build, train_ds, steps_per_epoch, evaluate,
+        export=export, describe=describe,
+        extra_callbacks=[_eval_callback(task, eval_data, log)],
+        wall_start=wall_start, log=log)
 
 
 def main(argv=None):

@@ -1,12 +1,8 @@
 """The serving SavedModel: prompts in, generated text out."""
 
-from recipes.core import run_directory
-from recipes.core import runtime
+from keras_synth.models import export_generator
 from recipes import serving
-
-runtime.require_tensorflow_backend()
-
-from keras_synth.models import export_generator  # noqa: E402
+from recipes.core import run_directory
 
 SIGNATURE = "generate"
 

@@ -40,11 +40,6 @@ def build_lm(tokenizer, args, stream):
     preprocessor = SynthesizerCausalLMPreprocessor(
         tokenizer, sequence_length=args.sequence_length,
         add_start_token=not stream, add_end_token=not stream)
-    if stream:
-        # keras-hub's `generate_preprocess` adds the start token whatever
-        # `add_start_token` says; a stream model never saw one.
-        preprocessor.build(None)
-        preprocessor.packer.start_value = None
     backbone = SynthesizerCausalLMBackbone(
         vocabulary_size=tokenizer.vocabulary_size(),
         num_layers=args.num_layers, num_heads=args.num_heads,

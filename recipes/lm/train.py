@@ -22,10 +22,10 @@ import os
 import time
 
 from recipes import cli
+from recipes.core import experiment
 from recipes.core import flags
 from recipes.core import run_directory
 from recipes.core import runtime
-from recipes.core import training
 from recipes.lm import data as data_lib
 
 PROG = "python -m recipes.lm"
@@ -74,27 +74,12 @@ def build_parser():
                        "non-overlapping windows).")
 
     group = parser.add_argument_group("model")
-    group.add_argument("--synthesizer", default="random+vanilla",
-                       help="Causal self-attention of every block: vanilla, "
-                       "dense, random, fixed_random, factorized_dense, "
-                       "factorized_random, or a mixture such as "
-                       "random+vanilla.")
+    flags.add_model_flags(group, "decoder", num_layers=4, hidden_dim=192,
+                          synthesizer_help="Causal self-attention of every "
+                          "block")
     group.add_argument("--sequence_length", type=int, default=128,
                        help="Context length in tokens (training windows "
                        "and the model's max_length).")
-    group.add_argument("--num_layers", type=int, default=4,
-                       help="Number of decoder blocks.")
-    group.add_argument("--hidden_dim", type=int, default=192,
-                       help="Model width (embeddings and blocks).")
-    group.add_argument("--num_heads", type=int, default=4,
-                       help="Attention heads per block.")
-    group.add_argument("--intermediate_dim", type=int, default=None,
-                       help="Feedforward width (default 4 x hidden_dim).")
-    group.add_argument("--dropout", type=float, default=0.1,
-                       help="Dropout of embeddings, attention and "
-                       "feedforward.")
-    group.add_argument("--factorized_rank", type=int, default=8,
-                       help="Rank k of the factorized random synthesizer.")
 
     flags.add_common_flags(parser, default_batch_size=32, default_epochs=10,
                             default_learning_rate=2e-3,
@@ -116,16 +101,7 @@ def build_parser():
                        "at most the context --sequence_length in all).")
     group.add_argument("--eval_batch_size", type=int, default=64,
                        help="Batch size of the evaluation windows.")
-    group.add_argument("--no_export", dest="export", action="store_false",
-                       help="Skip the SavedModel export (by default it is "
-                       "written).")
-    group.add_argument("--no_attention_plot", dest="attention_plot",
-                       action="store_false",
-                       help="Skip attention.png (by default it is drawn).")
-    group.add_argument("--no_tensorboard", dest="tensorboard",
-                       action="store_false",
-                       help="Skip the TensorBoard logs (by default they are "
-                       "written).")
+    flags.add_output_switches(group, attention_plot=True)
     return parser
 
 
@@ -166,6 +142,12 @@ def validate_args(args):
     if args.eval_stride and args.cut != "stream":
         raise ValueError("Argument `--eval_stride` needs `--cut=stream` "
                          "(sentences are scored one by one).")
+    if args.cut == "stream" and not all(args.prompts):
+        raise ValueError(
+            "Argument `--prompts` holds an empty prompt; a model of a "
+            "contiguous stream (`--cut=stream`) has no start token, so each "
+            f"prompt needs at least one character. Received: --prompts="
+            f"{args.prompts}")
     if args.vocab_file and args.tokenizer != "wordpiece":
         raise ValueError("Argument `--vocab_file` needs "
                          "`--tokenizer=wordpiece`.")
@@ -204,23 +186,17 @@ def run(args, log=print):
     validate_args(args)
     config = dict(vars(args))
     # First, before TensorFlow runs any op (multi-worker, TPU).
-    strategy = runtime.select_strategy(args.strategy, args.tpu,
-                                       args.cluster_timeout)
+    strategy = runtime.setup(args, log)
     corpus = load_corpus(args)
     run_dir = run_directory.RunDirectory(args.model_dir, config,
-                                  runtime_flags=RUNTIME_FLAGS)
+                                         runtime_flags=RUNTIME_FLAGS)
     log(f"Run directory: {run_dir.root}")
     log(f"Data ({args.dataset}): " + ", ".join(
         f"{split} {len(text):,} characters" for split, text in corpus.items()))
 
-    import keras
-
     from recipes.lm import evaluation
     from recipes.lm import model as model_lib
     from recipes.lm import tokenizers
-
-    keras.utils.set_random_seed(args.seed)
-    policy = runtime.configure_precision(args.mixed_precision)
 
     def prepare():  # the chief's vocabulary and backup, for every worker
         return (tokenizers.prepare_tokenizer(run_dir, args, corpus["train"],
@@ -232,8 +208,6 @@ def run(args, log=print):
     stream = args.cut == "stream"
     encoded = evaluation.encode_splits(tokenizer, corpus, args)
     train = encoded["train"]
-    log(f"Strategy: {type(strategy).__name__} with "
-        f"{strategy.num_replicas_in_sync} replica(s); dtype policy {policy}.")
     log(f"Tokens ({args.tokenizer}, vocabulary "
         f"{tokenizer.vocabulary_size()}): " + ", ".join(
             f"{s} {e['tokens']:,} ({e['unknown']:,} unknown)"
@@ -248,7 +222,6 @@ def run(args, log=print):
             f"Argument `--batch_size`={args.batch_size} exceeds the "
             f"{windows_per_epoch} training windows of --sequence_length="
             f"{args.sequence_length} tokens.")
-    total_steps = steps_per_epoch * args.epochs
     train_ds = model_lib.train_dataset(
         train_rows, args.batch_size, args.seed, args.epochs, initial_epoch,
         steps_per_epoch,
@@ -258,89 +231,59 @@ def run(args, log=print):
         valid_ds = model_lib.eval_dataset(
             *encoded["valid"]["eval"], args.eval_batch_size)
 
-    with strategy.scope():
+    def build():
         lm = model_lib.build_lm(tokenizer, args, stream)
-        model_lib.compile_lm(lm, args, total_steps)
-    parameters = training.count_params(lm)
-    log(f"Model: {args.num_layers} blocks, {args.synthesizer!r}, width "
-        f"{args.hidden_dim}, {args.num_heads} heads, context "
-        f"{args.sequence_length}: {parameters:,} trainable parameters; "
-        f"{steps_per_epoch} steps per epoch, {args.epochs} epochs.")
-    if initial_epoch:
-        log(f"Resuming after epoch {initial_epoch} from "
-            f"{run_dir.backup_dir}.")
+        model_lib.compile_lm(lm, args, steps_per_epoch * args.epochs)
+        return lm
 
-    timer = training.make_steps_timer()
-    callbacks = [timer] + run_dir.callbacks(tensorboard=args.tensorboard)
-    budget = None
-    if args.time_budget_minutes:
-        budget = training.make_time_budget_callback(args.time_budget_minutes)
-        callbacks.append(budget)
-    train_start = time.time()
-    if initial_epoch < args.epochs:
-        # The batches are token ids already: `fit` must not preprocess.
-        with model_lib.without_preprocessor(lm):
-                lm.fit(train_ds, epochs=args.epochs,
-                   initial_epoch=initial_epoch,
-                   steps_per_epoch=steps_per_epoch, validation_data=valid_ds,
-                   callbacks=callbacks, verbose=args.verbose,
-                   shuffle=False)
-    else:
-        run_dir.restore(lm)
-        training.finalize_weights(lm)
-    train_time = time.time() - train_start
-    history = run_dir.history()
-    steps_per_second = (timer.steps_per_second if timer.steps else (
-        history[-1].get("steps_per_second") if history else None))
-    tokens_per_second = (steps_per_second * args.batch_size
-                         * args.sequence_length if steps_per_second else None)
-    if tokens_per_second:
-        log(f"Training speed: {steps_per_second:.2f} steps/s, "
-            f"{tokens_per_second:,.0f} tokens/s (window positions).")
+    def describe(parameters):
+        return (f"Model: {args.num_layers} blocks, {args.synthesizer!r}, "
+                f"width {args.hidden_dim}, {args.num_heads} heads, context "
+                f"{args.sequence_length}: {parameters:,} trainable "
+                f"parameters; {steps_per_epoch} steps per epoch, "
+                f"{args.epochs} epochs.")
 
-    results = evaluation.evaluate_and_sample(lm, encoded, corpus, args,
-                                             run_dir, log)
-    export_path = None
-    if args.export and run_dir.is_chief:
+    def evaluate(lm, run):
+        steps_per_second = run["steps_per_second"]
+        tokens_per_second = (steps_per_second * args.batch_size
+                             * args.sequence_length if steps_per_second
+                             else None)
+        if tokens_per_second:
+            log(f"Training speed: {steps_per_second:.2f} steps/s, "
+                f"{tokens_per_second:,.0f} tokens/s (window positions).")
+        results = evaluation.evaluate_and_sample(lm, encoded, corpus, args,
+                                                 run_dir, log)
+        results.update({
+            "dataset": args.dataset,
+            "cut": args.cut,
+            "tokenizer": args.tokenizer,
+            "synthesizer": args.synthesizer,
+            "vocabulary_size": tokenizer.vocabulary_size(),
+            "unknown_tokens": {s: e["unknown"] for s, e in encoded.items()},
+            "tokens_per_second": tokens_per_second,
+            "tokens_per_second_note": "steps/s x batch_size x "
+            "sequence_length (every window position is a scored label in "
+            "the stream cut; padding included in the sentence cut)",
+        })
+        return results
+
+    def export(lm):
+        if not args.export:
+            return {"export": None, "export_usage": None}
         from recipes.lm import export as export_lib
 
-        export_path = export_lib.export_saved_model(run_dir.path("export"),
-                                                    lm)
+        path = export_lib.export_saved_model(run_dir.path("export"), lm)
         log(f"Exported a SavedModel (signature 'generate', strings in and "
-            f"out) to {export_path}")
-    results.update({
-        "dataset": args.dataset,
-        "cut": args.cut,
-        "tokenizer": args.tokenizer,
-        "synthesizer": args.synthesizer,
-        "parameters": parameters,
-        "parameters_total": int(lm.count_params()),
-        "vocabulary_size": tokenizer.vocabulary_size(),
-        "unknown_tokens": {s: e["unknown"] for s, e in encoded.items()},
-        "steps_per_second": steps_per_second,
-        "tokens_per_second": tokens_per_second,
-        "tokens_per_second_note": "steps/s x batch_size x sequence_length "
-        "(every window position is a scored label in the stream cut; "
-        "padding included in the sentence cut)",
-        "steps_per_epoch": steps_per_epoch,
-        "train_steps": total_steps,
-        "epochs": args.epochs,
-        "stopped_by_time_budget": bool(budget and budget.stopped),
-        "resumed_from_epoch": initial_epoch,
-        "train_time_s": train_time,
-        "wall_time_s": time.time() - wall_start,
-        "num_replicas": strategy.num_replicas_in_sync,
-        "history": history,
-        "export": export_path,
-        "export_usage": (export_lib.export_usage(export_path)
-                         if export_path else None),
-        "args": config,
-        "environment": runtime.environment(),
-    })
-    if run_dir.is_chief:
-        path = run_dir.write_results(results)
-        log(f"Results: {path}")
-    return results
+            f"out) to {path}")
+        return {"export": path, "export_usage": export_lib.export_usage(path)}
+
+    return experiment.train_and_evaluate(
+        args, run_dir, strategy, build, train_ds, steps_per_epoch, evaluate,
+        export=export, describe=describe,
+        fit_options={"validation_data": valid_ds},
+        # The batches are token ids already: `fit` must not preprocess.
+        fit_context=model_lib.without_preprocessor,
+        wall_start=wall_start, log=log)
 
 
 def main(argv=None):
@@ -348,4 +291,4 @@ def main(argv=None):
     with one line `python -m recipes.lm: error: ...`)."""
     paths = ["vocab_file"] + [f"{split}_file" for split in data_lib.SPLITS]
     return runtime.run_main(build_parser(), run, PROG, argv,
-                           input_paths=paths)
+                            input_paths=paths)

@@ -19,14 +19,9 @@ TensorFlow backend only (tf.while_loop); everything traces into a
 import time
 
 import numpy as np
+import tensorflow as tf
 
-from recipes.core import runtime
-
-runtime.require_tensorflow_backend()
-
-import tensorflow as tf  # noqa: E402
-
-from recipes.translate.model import PAD_ID  # noqa: E402
+from recipes.translate.model import PAD_ID
 
 NEG_INF = -1.0e9
 

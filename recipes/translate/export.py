@@ -1,13 +1,10 @@
 """The serving SavedModel: strings in, translations out."""
 
-from recipes.core import run_directory
-from recipes.core import runtime
+import keras
+import tensorflow as tf
+
 from recipes import serving
-
-runtime.require_tensorflow_backend()
-
-import keras  # noqa: E402
-import tensorflow as tf  # noqa: E402
+from recipes.core import run_directory
 
 SIGNATURE = "translate"
 

@@ -5,20 +5,15 @@ TensorFlow backend only (tf.data, tensorflow-text's WordPiece).
 
 import math
 
+import keras
 import numpy as np
+import tensorflow as tf
+from keras import ops
 
-from recipes.core import runtime
+from keras_synth.layers import SynthesizerDecoder
+from keras_synth.layers import SynthesizerEncoder
 from recipes.core import training
 from recipes.core import vocabulary
-
-runtime.require_tensorflow_backend()
-
-import keras  # noqa: E402
-import tensorflow as tf  # noqa: E402
-from keras import ops  # noqa: E402
-
-from keras_synth.layers import SynthesizerDecoder  # noqa: E402
-from keras_synth.layers import SynthesizerEncoder  # noqa: E402
 
 try:
     import keras_hub as keras_nlp

@@ -309,3 +309,73 @@ def test_saved_model_generates_what_generate_does(tmp_path):
     assert [s.decode() for s in generated.numpy()] == lm.generate(prompts)
     with pytest.raises(ValueError, match="max_sequence_length=12"):
         export_generator(lm, os.path.join(tmp_path, "x"), max_length=99)
+
+
+def _stream_lm(variant="random"):
+    """A model of a contiguous stream: no start or end tokens anywhere."""
+    tokenizer = _tokenizer()
+    preprocessor = SynthesizerCausalLMPreprocessor(
+        tokenizer, sequence_length=LENGTH, add_start_token=False,
+        add_end_token=False,
+    )
+    backbone = _backbone(variant, tokenizer.vocabulary_size())
+    return SynthesizerCausalLM(backbone, preprocessor, sampler="greedy")
+
+
+def test_generate_preprocess_honours_add_start_token():
+    tokenizer = _tokenizer()
+    ids = list(_np(tokenizer("RO")))
+    for add_start, expected in ((True, [1] + ids), (False, ids)):
+        preprocessor = SynthesizerCausalLMPreprocessor(
+            tokenizer, sequence_length=6, add_start_token=add_start
+        )
+        out = preprocessor.generate_preprocess(["RO"])
+        n = len(expected)
+        assert _np(out["token_ids"])[0].tolist() == expected + [0] * (6 - n)
+        assert _np(out["padding_mask"])[0].tolist() == [True] * n + [
+            False
+        ] * (6 - n)
+
+
+def test_stream_model_generates_from_the_prompt_itself():
+    lm = _stream_lm()
+    text = lm.generate("ROMEO", max_length=8)
+    assert text.startswith("ROMEO") and len(text) == 8
+    # The prompt's own tokens seed the cache: greedy from "ROMEO" equals the
+    # argmax continuation of the uncached model fed "ROMEO" alone.
+    tokenizer = lm.preprocessor.tokenizer
+    ids = list(_np(tokenizer("ROMEO")))
+    logits = lm.backbone.token_embedding(
+        lm.backbone(
+            {
+                "token_ids": np.array([ids], "int32"),
+                "padding_mask": np.ones((1, len(ids)), bool),
+            }
+        ),
+        reverse=True,
+    )
+    first = int(np.argmax(_np(logits)[0, -1]))
+    assert text[5] == tokenizer.detokenize([first])
+
+
+def test_empty_prompt_without_start_token_is_an_error():
+    lm = _stream_lm()
+    with pytest.raises(ValueError, match=r"empty prompt.*index \[1\]"):
+        lm.generate(["RO", ""], max_length=6)
+    # With a start token an empty prompt is fine: the start token seeds it.
+    assert isinstance(_lm().generate("", max_length=6), str)
+
+
+@pytest.mark.skipif(BACKEND != "tensorflow", reason="TensorFlow SavedModel")
+def test_saved_model_refuses_empty_prompt_without_start_token(tmp_path):
+    import tensorflow as tf
+
+    from keras_synth.models import export_generator
+
+    lm = _stream_lm()
+    path = export_generator(lm, os.path.join(tmp_path, "export"))
+    reloaded = tf.saved_model.load(path)
+    generated = reloaded.generate(tf.constant(["RO"]))["generated"]
+    assert [s.decode() for s in generated.numpy()] == lm.generate(["RO"])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="empty prompt"):
+        reloaded.generate(tf.constant(["RO", ""]))

@@ -6,8 +6,6 @@ import pytest
 from keras_synth.models import RESERVED_TOKENS
 from keras_synth.models import SynthesizerTextClassifierPreprocessor
 from keras_synth.models import SynthesizerTokenizer
-from keras_synth.models import learn_wordpiece_vocabulary
-from tests.models.model_utils import TEXTS
 from tests.models.model_utils import VOCAB
 
 
@@ -42,23 +40,6 @@ def test_vocabulary_without_a_reserved_token(missing, tmp_path):
     path.write_text("\n".join(vocab), encoding="utf-8")
     with pytest.raises(ValueError, match="vocab.txt' lacks"):
         SynthesizerTokenizer(str(path))
-
-
-def test_learned_vocabulary_tokenizes_the_text():
-    vocab = learn_wordpiece_vocabulary(TEXTS * 5, 100)
-    assert vocab[:5] == list(RESERVED_TOKENS)
-    tokenizer = SynthesizerTokenizer(vocab)
-    for text in TEXTS:
-        tokens = [vocab[i] for i in ids(tokenizer(text))]
-        assert "[UNK]" not in tokens
-        assert "".join(t.removeprefix("##") for t in tokens) == "".join(
-            text.split())
-
-
-@pytest.mark.parametrize("size", [0, 5, 2.5, None])
-def test_learner_bad_size(size):
-    with pytest.raises(ValueError, match="vocabulary_size"):
-        learn_wordpiece_vocabulary(TEXTS, size)
 
 
 def test_preprocessor_packs_single_sentences_and_pairs():

@@ -223,3 +223,5 @@ def test_bad_arguments_name_the_flag(tmp_path):
         run(TINY + ["--vocab_file=v.txt", f"--model_dir={tmp_path}"])
     with pytest.raises(ValueError, match=r"--synthesizer"):
         run(TINY + ["--synthesizer=nope", f"--model_dir={tmp_path}"])
+    with pytest.raises(ValueError, match=r"--prompts` holds an empty prompt"):
+        run(TINY + ["--prompts", "RO", "", f"--model_dir={tmp_path}"])

@@ -1,0 +1,123 @@
+"""The fit-evaluate-export skeleton every recipe's `run()` ends with.
+
+A recipe prepares its data, then hands `train_and_evaluate` its own pieces:
+how to build and compile the model, the training dataset, how to evaluate
+and how to export. The skeleton builds the model under the strategy's
+scope, trains with the shared callbacks (`training.assemble_callbacks`:
+Keras' BackupAndRestore resumes an interrupted run), evaluates on every
+worker, exports on the chief, and writes `results.json` atomically.
+"""
+
+import contextlib
+import time
+
+from recipes.core import runtime
+from recipes.core import training
+
+
+def train_and_evaluate(args, run_dir, strategy, build, train_data,
+                       steps_per_epoch, evaluate, export=None, describe=None,
+                       extra_callbacks=(), fit_options=None, fit_context=None,
+                       wall_start=None, log=print):
+    """Trains, evaluates and exports a model; returns the results dict.
+
+    Args:
+        args: the parsed arguments (`epochs`, `verbose`, `tensorboard`,
+            `export`, and `time_budget_minutes` where the recipe has it).
+        run_dir: the `RunDirectory` (backup, history, results).
+        strategy: the `tf.distribute.Strategy` to build the model under.
+        build: `() -> model`, builds and compiles the model (called under
+            `strategy.scope()`).
+        train_data: the training dataset for `Model.fit`: the epochs from
+            `run_dir.resume()` on (after the recipe's `runtime.chief_first`,
+            in a multi-worker run).
+        steps_per_epoch: int, batches per epoch.
+        evaluate: `(model, run) -> dict`, the task's results (metrics,
+            samples, ...); called on every worker once training is done
+            (a multi-worker `predict` gathers over the workers), with `run`
+            the run's own entries of the results (`steps_per_second`,
+            `history`, ...).
+        export: `(model) -> dict` or None, exports on the chief (SavedModel,
+            preset, plots; no `predict`, which would wait for the other
+            workers) and returns what `results.json` records of it.
+        describe: `(parameters) -> str` or None, the log line about the
+            model (given its number of trainable parameters).
+        extra_callbacks: the recipe's own callbacks (e.g. per-epoch
+            evaluation), run before the checkpoint records an epoch's logs.
+        fit_options: more `Model.fit` keyword arguments (e.g.
+            `validation_data`).
+        fit_context: `(model) -> context manager` or None, entered around
+            `Model.fit`.
+        wall_start: `time.time()` when the run started (default: now).
+        log: a `print`-like function.
+
+    Returns:
+        The results: `evaluate`'s and `export`'s entries, then the run's
+        (parameters, speed, epochs, history, arguments, environment).
+    """
+    import keras
+
+    wall_start = time.time() if wall_start is None else wall_start
+    with strategy.scope():
+        model = build()
+    # Where the backup is (the recipe's `train_data` starts there too);
+    # Keras' BackupAndRestore loads it when `fit` starts.
+    initial_epoch = run_dir.resume()
+    parameters = training.count_params(model)
+    if describe is not None:
+        log(describe(parameters))
+    if initial_epoch:
+        log(f"Resuming after epoch {initial_epoch} from "
+            f"{run_dir.backup_dir}.")
+
+    callbacks, timer, budget = training.assemble_callbacks(
+        run_dir, tensorboard=args.tensorboard,
+        time_budget_minutes=getattr(args, "time_budget_minutes", None),
+        extra=extra_callbacks)
+    train_start = time.time()
+    if initial_epoch < args.epochs:  # else killed before results.json
+        context = (fit_context(model) if fit_context
+                   else contextlib.nullcontext())
+        with context:
+            model.fit(train_data, epochs=args.epochs,
+                      initial_epoch=initial_epoch,
+                      steps_per_epoch=steps_per_epoch, callbacks=callbacks,
+                      verbose=args.verbose,
+                      shuffle=False,  # shuffled per epoch (seeded) by tf.data
+                      **(fit_options or {}))
+    else:
+        run_dir.restore(model)
+        training.finalize_weights(model)
+    train_time = time.time() - train_start
+    history = run_dir.history()
+    run = {
+        "parameters": parameters,
+        "parameters_total": int(model.count_params()),
+        "steps_per_second": (timer.steps_per_second if timer.steps else (
+            history[-1].get("steps_per_second") if history else None)),
+        "steps_per_epoch": steps_per_epoch,
+        "train_steps": steps_per_epoch * args.epochs,
+        "optimizer_steps": int(keras.ops.convert_to_numpy(
+            model.optimizer.iterations)),
+        "epochs": args.epochs,
+        "resumed_from_epoch": initial_epoch,
+        "train_time_s": train_time,
+        "num_replicas": strategy.num_replicas_in_sync,
+        "history": history,
+    }
+    if hasattr(args, "time_budget_minutes"):
+        run["stopped_by_time_budget"] = bool(budget and budget.stopped)
+
+    results = dict(evaluate(model, run))
+    if run_dir.is_chief and export is not None:
+        results.update(export(model))
+    results.update(run)
+    results.update({
+        "wall_time_s": time.time() - wall_start,
+        "args": dict(run_dir.config),
+        "environment": runtime.environment(),
+    })
+    if run_dir.is_chief:
+        path = run_dir.write_results(results)
+        log(f"Results: {path}")
+    return results

@@ -1,0 +1,66 @@
+"""Importing a recipe module leaves the Keras backend alone: only the entry
+points (`main`, `python -m recipes.X`) select TensorFlow."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+# What a user imports to reuse a recipe's parts without training; none of
+# them may import Keras (which would fix its backend) or TensorFlow.
+LIGHT = [
+    "recipes", "recipes.cli", "recipes.serving", "recipes.benchmark",
+    "recipes.core.data_files", "recipes.core.flags", "recipes.core.runtime",
+    "recipes.core.run_directory", "recipes.core.training",
+    "recipes.core.vocabulary",
+    "recipes.glue", "recipes.glue.__main__", "recipes.glue.train",
+    "recipes.glue.tasks", "recipes.glue.tsv", "recipes.glue.loading",
+    "recipes.glue.metrics",
+    "recipes.lm", "recipes.lm.__main__", "recipes.lm.train",
+    "recipes.lm.data",
+    "recipes.translate", "recipes.translate.__main__",
+    "recipes.translate.train", "recipes.translate.data",
+]
+
+_SCRIPT = """
+import importlib, json, os, pkgutil, sys
+
+import recipes
+
+light = json.loads(sys.argv[1])
+report = {"light": {}, "all": {}}
+for name in light:
+    importlib.import_module(name)
+    report["light"][name] = {
+        "KERAS_BACKEND": os.environ.get("KERAS_BACKEND"),
+        "imported": sorted(m for m in ("keras", "tensorflow")
+                           if m in sys.modules)}
+for info in pkgutil.walk_packages(recipes.__path__, "recipes."):
+    if info.name.rsplit(".", 1)[-1].startswith("make_"):
+        continue  # data-building scripts under data/ folders
+    importlib.import_module(info.name)
+    report["all"][info.name] = os.environ.get("KERAS_BACKEND")
+print("REPORT " + json.dumps(report))
+"""
+
+
+def test_importing_recipe_modules_leaves_the_backend_alone():
+    env = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}
+    result = subprocess.run(
+        [sys.executable, "-c", _SCRIPT, json.dumps(LIGHT)], cwd=ROOT,
+        env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    line = [x for x in result.stdout.splitlines()
+            if x.startswith("REPORT ")][-1]
+    report = json.loads(line[len("REPORT "):])
+    for name in LIGHT:
+        assert report["light"][name] == {
+            "KERAS_BACKEND": None, "imported": []}, name
+    # The TensorFlow-only parts (models, pipelines, exports) import Keras
+    # and TensorFlow, but none sets KERAS_BACKEND.
+    assert "recipes.glue.model" in report["all"]
+    assert "recipes.lm.model" in report["all"]
+    assert set(report["all"].values()) == {None}, report["all"]
