@@ -218,7 +218,8 @@ def _start_cluster_watchdog(timeout, cluster):
 def _multi_worker_strategy(cluster_timeout):
     import tensorflow as tf
 
-    class MultiWorkerMirroredStrategy(tf.distribute.MultiWorkerMirroredStrategy):
+    class MultiWorkerMirroredStrategy(
+            tf.distribute.MultiWorkerMirroredStrategy):
         """`tf.distribute.MultiWorkerMirroredStrategy` whose `reduce` takes
         the nested values and scalars Keras 3's `fit` gives it.
 

@@ -269,7 +269,8 @@ def test_two_workers_translate_as_one_process_on_two_cpus(tmp_path):
     import tensorflow as tf
     import tensorflow_text  # noqa: F401 (the export's tokenizer ops)
 
-    translate = tf.saved_model.load(results["export"]).signatures["translate"]
+    translate = tf.saved_model.load(
+        results["export"]).signatures["translate"]
     out = translate(source=tf.constant(["Ein Hund läuft .", "Zwei Männer ."]))
     assert out["translation"].shape == (2,)
 
