@@ -403,8 +403,12 @@ def _cluster_failure(error):
                               tf.errors.AbortedError,
                               tf.errors.DeadlineExceededError)):
         return None
-    first = next((line.strip() for line in str(error).splitlines()
-                  if line.strip()), type(error).__name__)
-    return (f"A worker of the cluster stopped ({first}). Start every worker "
+    lines = [line.strip() for line in str(error).splitlines()
+             if line.strip()]
+    # TensorFlow's first lines name the graph node; say who stopped.
+    cause = next((line for line in lines if "unhealthy" in line
+                  or "Error reported from" in line or "aborted" in line),
+                 lines[0] if lines else type(error).__name__)
+    return (f"A worker of the cluster stopped ({cause}). Start every worker "
             "again with the same command: the run resumes from its last "
             "backup (<model_dir>/backup).")
