@@ -403,8 +403,11 @@ def _cluster_failure(error):
                               tf.errors.AbortedError,
                               tf.errors.DeadlineExceededError)):
         return None
-    lines = [line.strip() for line in str(error).splitlines()
-             if line.strip()]
+    import re
+
+    # Without TensorFlow's node names (`{{function_node ...}}`).
+    text = re.sub(r"\{\{[^}]*\}\}\s*", "", str(error))
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
     # TensorFlow's first lines name the graph node; say who stopped.
     cause = next((line for line in lines if "unhealthy" in line
                   or "Error reported from" in line or "aborted" in line),
