@@ -8,7 +8,13 @@ Two layouts, both `(B, slots, length, H, head_dim)`:
   dot-product part (keras-hub's layout; it needs `key_dim == value_dim`).
 
 A decoding step writes its new projected keys/values at
-`cache_update_index` and attends over the whole cache. Query rows sit at
+`cache_update_index`. With a causal mask it reads only the cache rows up to
+its last query position (`read_prefix`): exactly those rows where the index
+has a value (eager), else whole blocks of `CACHE_BLOCK` rows up to the
+block that holds it (a `switch` over the blocks: XLA needs static shapes),
+so that a step at position `i` reads about `i` rows, not the whole cache,
+and its logits are `(H, T, i)`, never `T x S`. Otherwise (no causal mask, an
+`attention_mask`) it attends over the whole cache. Query rows sit at
 positions `query_start + i` of the synthesized `max_length x max_length`
 logits; positions past `max_length` (or writes past the cache's end) raise
 a `ValueError` when the index is known (a Python int or an eager tensor).
@@ -17,10 +23,15 @@ backend-neutral op can raise; the layer's outputs are then NaN
 (`positions_in_range` gives the flag), never a silently clamped answer.
 """
 
+import math
+
 from keras import ops
 
 from keras_synth.layers.keras_utils import concrete_bool
 from keras_synth.layers.keras_utils import is_int
+
+# Cache rows per block of a causal decoding step under a compiler.
+CACHE_BLOCK = 256
 
 
 def cache_shape(batch_size, length, num_heads, key_dim, value_dim,
@@ -171,3 +182,37 @@ def nan_unless(flag, output):
         return output
     nan = ops.convert_to_tensor(float("nan"), dtype=output.dtype)
     return ops.where(flag, output, nan)
+
+
+def read_prefix(end, cache_length, attend, block=None):
+    """Runs `attend(n)` on the first `n >= end` rows of a cache.
+
+    Causal decoding: query rows before position `end` see no cache row at
+    or past `end`, so attention over the first `n` rows equals attention
+    over the whole cache.
+
+    Args:
+        end: one past the last query position; an int or a scalar tensor.
+        cache_length: the cache's static length.
+        attend: a function of a static row count `n`, returning the
+            attention over rows `0 ... n - 1`.
+        block: rows per block where `end` has no value (traced); defaults
+            to `CACHE_BLOCK`.
+
+    Returns:
+        `attend(n)` for `n = end` (a known `end`) or the smallest multiple
+        of `block` at or above it (capped at `cache_length`).
+    """
+    block = CACHE_BLOCK if block is None else block
+    known = _value(end)
+    if is_int(known):
+        return attend(max(1, min(cache_length, known)))
+    blocks = math.ceil(cache_length / block)
+    if blocks <= 1:
+        return attend(cache_length)
+    index = ops.clip((end - 1) // block, 0, blocks - 1)
+    branches = [
+        (lambda n: lambda: attend(n))(min(cache_length, (i + 1) * block))
+        for i in range(blocks)
+    ]
+    return ops.switch(index, branches)

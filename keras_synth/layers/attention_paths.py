@@ -8,7 +8,8 @@ down one of two paths:
   that factor into query rows `(B, T)`, key padding `(B, S)` and a
   batch-independent pattern `(T, S)` (causal, sliding window, an
   `attention_mask` of shape `(T, S)`, `(1, T, S)` or `(B, 1, S)`), no
-  returned scores and no active dropout;
+  returned scores and no active dropout; past `2 * query_blocks.QUERY_BLOCK`
+  query rows, one block of queries at a time (`query_blocks`);
 - the general path (`general_attention`): everything else, with
   `B x H x T x S` probabilities.
 
@@ -22,6 +23,7 @@ from keras import ops
 from keras_synth.layers import attention_masks
 from keras_synth.layers import general_attention
 from keras_synth.layers import mixture
+from keras_synth.layers import query_blocks
 from keras_synth.layers import shared_attention
 
 
@@ -78,20 +80,45 @@ def attend(
             attention_mask, synthesizers[0].num_heads, query_length,
             key_length,
         )
+    factored = attention_masks.factor_masks(
+        rows, padded_keys, pattern, attention_mask
+    )
+    dropout = 0.0 if dropout_layer is None else dropout_layer.rate
+    shared = shared_attention.uses_shared_path(
+        any(s.batch_dependent for s in synthesizers), factored, dropout,
+        training, return_attention_scores, fast_paths=fast_paths,
+    )
+    block = query_blocks.query_block_size(query_length) if shared else None
+    if block is not None:
+        # The pattern is built per block of rows, never `T x S` at once.
+        rows, padded_keys, mask_pattern = attention_masks.factor_masks(
+            rows, padded_keys, None, attention_mask
+        )
+
+        def block_pattern(start, length):
+            pattern = attention_masks.pattern_mask(
+                length, key_length, use_causal_mask, sliding_window,
+                query_start + start,
+            )
+            if mask_pattern is None:
+                return pattern
+            rows_of_mask = ops.slice(mask_pattern, (start, 0),
+                                     (length, key_length))
+            if pattern is None:
+                return rows_of_mask
+            return ops.logical_and(pattern, rows_of_mask)
+
+        return query_blocks.blocked_shared_attention(
+            synthesizers, mixture_weights, query_start, query_length, values,
+            rows, padded_keys, block_pattern, block=block,
+        ), None
     logits = mixture.mixed_logits(
         synthesizers,
         mixture_weights,
         (query, keys, query_start, query_length, key_length),
         fast_paths=fast_paths,
     )
-    factored = attention_masks.factor_masks(
-        rows, padded_keys, pattern, attention_mask
-    )
-    dropout = 0.0 if dropout_layer is None else dropout_layer.rate
-    if shared_attention.uses_shared_path(
-        any(s.batch_dependent for s in synthesizers), factored, dropout,
-        training, return_attention_scores, fast_paths=fast_paths,
-    ):
+    if shared:
         return shared_attention.shared_attention(logits, values, *factored), None
     return general_attention.attend(
         logits,

@@ -133,7 +133,10 @@ class SynthesizerAttention(keras.layers.Layer):
             whose query rows pass `max_length`, or whose write passes the
             cache's end, raises a `ValueError` when its value is known
             (an int, an eager tensor); under `jax.jit` or `tf.function` it
-            is a traced value, and the outputs are NaN instead.
+            is a traced value, and the outputs are NaN instead. With
+            `use_causal_mask=True` (and no `attention_mask`) a step reads
+            only the cache rows up to its last query position (whole
+            blocks of rows under a compiler).
         query_start_index: Position of the first query row in the synthesized
             logits. Defaults to `cache_update_index`, or 0.
 
@@ -454,24 +457,38 @@ class SynthesizerAttention(keras.layers.Layer):
         keys, values, cache = self._project_keys_and_values(
             key, value, cache, cache_update_index
         )
-        attention_output, attention_scores = attention_paths.attend(
-            self._synthesizers,
-            self.mixture_weights(),
-            query,
-            keys,
-            values,
-            query_start=query_start_index,
-            query_mask=query_mask,
-            value_mask=value_mask,
-            key_mask=key_mask,
-            attention_mask=attention_mask,
-            use_causal_mask=use_causal_mask,
-            sliding_window=self._sliding_window,
-            dropout_layer=self._dropout_layer,
-            training=training,
-            return_attention_scores=return_attention_scores,
-            scores_dtype=self.compute_dtype,
-        )
+        def attend(rows=None):
+            """Attention over the first `rows` keys/values (all: `None`)."""
+            prefix = slice(None, rows)
+            return attention_paths.attend(
+                self._synthesizers,
+                self.mixture_weights(),
+                query,
+                None if keys is None else keys[:, prefix],
+                values[:, prefix],
+                query_start=query_start_index,
+                query_mask=query_mask,
+                value_mask=None if value_mask is None else value_mask[:, prefix],
+                key_mask=None if key_mask is None else key_mask[:, prefix],
+                attention_mask=attention_mask,
+                use_causal_mask=use_causal_mask,
+                sliding_window=self._sliding_window,
+                dropout_layer=self._dropout_layer,
+                training=training,
+                return_attention_scores=return_attention_scores,
+                scores_dtype=self.compute_dtype,
+            )
+
+        if (cache_update_index is not None and use_causal_mask
+                and attention_mask is None and not return_attention_scores):
+            # Causal decoding reads the cache rows up to its position only.
+            attention_scores = None
+            attention_output = attention_cache.read_prefix(
+                query_start_index + query_length, ops.shape(values)[1],
+                lambda rows: attend(rows)[0],
+            )
+        else:
+            attention_output, attention_scores = attend()
         if self._gate_dense is not None:
             attention_output = attention_output * self._gate_dense(query)
         attention_output = self._output_dense(attention_output)

@@ -29,6 +29,9 @@ from keras_synth.models.synthesizer_seq2seq_lm import SynthesizerSeq2SeqLM
 from keras_synth.models.synthesizer_seq2seq_lm_preprocessor import (
     SynthesizerSeq2SeqLMPreprocessor,
 )
+from keras_synth.models.smoothed_cross_entropy import (
+    SmoothedSparseCategoricalCrossentropy,
+)
 from keras_synth.models.synthesizer_tokenizer import RESERVED_TOKENS
 from keras_synth.models.synthesizer_tokenizer import SynthesizerTokenizer
 from keras_synth.models.wordpiece_vocabulary import (
@@ -37,6 +40,7 @@ from keras_synth.models.wordpiece_vocabulary import (
 
 __all__ = [
     "RESERVED_TOKENS",
+    "SmoothedSparseCategoricalCrossentropy",
     "SynthesizerBackbone",
     "SynthesizerCausalLM",
     "SynthesizerCausalLMBackbone",

@@ -5,16 +5,26 @@ import keras
 SIGNATURE = "generate"
 
 
-def export_generator(lm, path, max_length=None, stop_token_ids="auto"):
+def export_generator(
+    lm,
+    path,
+    max_length=None,
+    stop_token_ids="auto",
+    signature=SIGNATURE,
+    input_name="prompt",
+    output_name="generated",
+):
     """Writes a SavedModel that generates text from raw strings.
 
     Its `generate` signature takes `prompt`, a `(batch,)` string tensor
     (prompts of a `SynthesizerCausalLM`, sources of a
     `SynthesizerSeq2SeqLM`) and returns `generated`, `(batch,)` strings
     (for a causal LM the prompt followed by its continuation, as
-    `generate()` returns). Tokenization, the cached search with the task's
-    compiled sampler, and detokenization run inside the graph. Needs the
-    TensorFlow backend.
+    `generate()` returns), and `prompt_truncated`, `(batch,)` bools: True
+    where the prompt had more tokens than the preprocessor's sequence
+    length holds and was cut to it (nothing is cut silently). Tokenization,
+    the cached search with the task's compiled sampler, and detokenization
+    run inside the graph. Needs the TensorFlow backend.
 
     ```python
     reloaded = tf.saved_model.load(path)
@@ -29,6 +39,12 @@ def export_generator(lm, path, max_length=None, stop_token_ids="auto"):
             (decoder) sequence length.
         stop_token_ids: `"auto"` (the tokenizer's end token), `None` or a
             tuple of ids.
+        signature: the name of the endpoint and signature. Defaults to
+            `"generate"`.
+        input_name: the name of the input. Defaults to `"prompt"`.
+        output_name: the name of the generated strings. Defaults to
+            `"generated"`; the truncation flags are
+            `f"{input_name}_truncated"`.
 
     Returns:
         `path`.
@@ -57,10 +73,18 @@ def export_generator(lm, path, max_length=None, stop_token_ids="auto"):
     tokenizer = preprocessor.tokenizer
     if stop_token_ids == "auto":
         stop_token_ids = (tokenizer.end_token_id,)
-    special = tf.constant(sorted(set(tokenizer.special_token_ids)), tf.int32)
     seq2seq = "encoder_token_ids" in lm.input
     key = "decoder_" if seq2seq else ""
-    for layer in (preprocessor, tokenizer):
+    # The tokenizer of the prompt: a seq2seq preprocessor may have a source
+    # tokenizer of its own.
+    prompt_tokenizer = getattr(preprocessor, "encoder_tokenizer", None)
+    if prompt_tokenizer is None:
+        prompt_tokenizer = tokenizer
+    prompt_key = "encoder_" if seq2seq else ""
+    tokenizers = [tokenizer]
+    if prompt_tokenizer is not tokenizer:
+        tokenizers.append(prompt_tokenizer)
+    for layer in [preprocessor] + tokenizers:
         if not layer.built:  # (tokenizers build on their first call)
             layer.build(None)
 
@@ -69,21 +93,55 @@ def export_generator(lm, path, max_length=None, stop_token_ids="auto"):
             prompt, sequence_length=max_length
         )
         outputs = lm.generate_step(inputs, stop_token_ids=stop_token_ids)
-        ids = tf.cast(outputs[key + "token_ids"], tf.int32)
-        keep = tf.logical_and(
-            tf.cast(outputs[key + "padding_mask"], tf.bool),
-            tf.reduce_all(ids[..., None] != special, axis=-1),
+        text = tokenizer.detokenize(
+            _content_tokens(
+                tokenizer,
+                outputs[key + "token_ids"],
+                outputs[key + "padding_mask"],
+            )
         )
-        text = tokenizer.detokenize(tf.ragged.boolean_mask(ids, keep))
-        return {"generated": text}
+        # The prompt was cut where packing kept fewer of its tokens than
+        # the tokenizer made.
+        kept = _content_tokens(
+            prompt_tokenizer,
+            inputs[prompt_key + "token_ids"],
+            inputs[prompt_key + "padding_mask"],
+        ).row_lengths()
+        tokens = tf.ragged.boolean_mask(
+            *_non_special(prompt_tokenizer, prompt_tokenizer(prompt))
+        ).row_lengths()
+        return {output_name: text, f"{input_name}_truncated": tokens > kept}
 
     archive = keras.export.ExportArchive()
     archive.track(lm)
-    archive.track(tokenizer)
+    for layer in tokenizers:
+        archive.track(layer)
     archive.add_endpoint(
-        SIGNATURE,
+        signature,
         generate,
-        input_signature=[tf.TensorSpec([None], tf.string, name="prompt")],
+        input_signature=[tf.TensorSpec([None], tf.string, name=input_name)],
     )
     archive.write_out(path, verbose=False)
     return path
+
+
+def _non_special(tokenizer, ids):
+    """`(ids, mask)`: int32 `ids` and where they are no special token."""
+    import tensorflow as tf
+
+    ids = tf.cast(ids, tf.int32)
+    special = sorted(set(tokenizer.special_token_ids))
+    mask = tf.ones_like(ids, tf.bool)
+    for token in special:
+        mask = tf.logical_and(mask, tf.not_equal(ids, token))
+    return ids, mask
+
+
+def _content_tokens(tokenizer, token_ids, padding_mask):
+    """The ragged ids of packed sequences without padding nor special
+    tokens."""
+    import tensorflow as tf
+
+    ids, mask = _non_special(tokenizer, token_ids)
+    keep = tf.logical_and(mask, tf.cast(padding_mask, tf.bool))
+    return tf.ragged.boolean_mask(ids, keep)

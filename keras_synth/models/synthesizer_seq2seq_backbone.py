@@ -14,7 +14,10 @@ class SynthesizerSeq2SeqBackbone(keras_nlp.models.Backbone):
     """Encoder-decoder Transformer of `SynthesizerEncoder`/`Decoder` blocks.
 
     One token embedding (a shared vocabulary) serves the encoder, the
-    decoder and, tied, the output projection; token embeddings are scaled by
+    decoder and, tied, the output projection; with `encoder_vocabulary_size`
+    the encoder gets an embedding of its own (a source vocabulary apart from
+    the target's, which stays tied to the output). Token embeddings are
+    scaled by
     `sqrt(hidden_dim)` and added to learned position embeddings (one table
     for each side). `num_layers` encoder blocks synthesize their
     self-attention with `synthesizer`; `num_layers` decoder blocks
@@ -24,7 +27,8 @@ class SynthesizerSeq2SeqBackbone(keras_nlp.models.Backbone):
     blocks and a final layer normalization on each side.
 
     Args:
-        vocabulary_size: int, the number of tokens (both sides).
+        vocabulary_size: int, the number of tokens of the decoder and the
+            output (and of the encoder, unless `encoder_vocabulary_size`).
         num_layers: int, the number of blocks in the encoder and in the
             decoder.
         num_heads: int, attention heads per block.
@@ -43,6 +47,10 @@ class SynthesizerSeq2SeqBackbone(keras_nlp.models.Backbone):
         layer_norm_epsilon: float. Defaults to `1e-5`.
         factorized_rank: rank of `"factorized_random"`. Defaults to 8.
         factorized_dense_sizes: `(a, b)` of `"factorized_dense"`.
+        encoder_vocabulary_size: int or `None` (default): the number of
+            source tokens when the source has a vocabulary of its own
+            (`SynthesizerSeq2SeqLMPreprocessor(encoder_tokenizer=...)`);
+            `None` shares the decoder's embedding.
         dtype: dtype policy of the layers.
         **kwargs: base `keras.Model` arguments (`name`, ...).
 
@@ -84,13 +92,35 @@ class SynthesizerSeq2SeqBackbone(keras_nlp.models.Backbone):
         layer_norm_epsilon=1e-5,
         factorized_rank=8,
         factorized_dense_sizes=None,
+        encoder_vocabulary_size=None,
         dtype=None,
         **kwargs,
     ):
+        if encoder_vocabulary_size is not None and (
+            not isinstance(encoder_vocabulary_size, int)
+            or encoder_vocabulary_size < 1
+        ):
+            raise ValueError(
+                "Argument `encoder_vocabulary_size` must be a positive int "
+                "(a source vocabulary of its own) or None (the decoder's "
+                "embedding is shared). Received: "
+                f"encoder_vocabulary_size={encoder_vocabulary_size!r}"
+            )
         # === Layers ===
         self.token_embedding = utils.reversible_embedding(
             vocabulary_size, hidden_dim, dtype, "token_embedding"
         )
+        self.encoder_token_embedding = None
+        if encoder_vocabulary_size is not None:
+            self.encoder_token_embedding = keras.layers.Embedding(
+                encoder_vocabulary_size,
+                hidden_dim,
+                embeddings_initializer=keras.initializers.RandomNormal(
+                    stddev=hidden_dim**-0.5
+                ),
+                dtype=dtype,
+                name="encoder_token_embedding",
+            )
         self.encoder_position_embedding = keras_nlp.layers.PositionEmbedding(
             sequence_length=max_sequence_length,
             dtype=dtype,
@@ -185,11 +215,15 @@ class SynthesizerSeq2SeqBackbone(keras_nlp.models.Backbone):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.factorized_rank = factorized_rank
         self.factorized_dense_sizes = factorized_dense_sizes
+        self.encoder_vocabulary_size = encoder_vocabulary_size
 
     def encode(self, token_ids, padding_mask, training=None):
         """The encoder output `(batch, S, hidden_dim)`."""
+        embedding = self.encoder_token_embedding
+        if embedding is None:
+            embedding = self.token_embedding
         x = utils.embed(
-            self.token_embedding,
+            embedding,
             self.encoder_position_embedding,
             token_ids,
             scale=True,
@@ -286,6 +320,7 @@ class SynthesizerSeq2SeqBackbone(keras_nlp.models.Backbone):
                 "layer_norm_epsilon": self.layer_norm_epsilon,
                 "factorized_rank": self.factorized_rank,
                 "factorized_dense_sizes": self.factorized_dense_sizes,
+                "encoder_vocabulary_size": self.encoder_vocabulary_size,
             }
         )
         return config

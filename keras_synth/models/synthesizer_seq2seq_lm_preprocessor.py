@@ -10,13 +10,17 @@ from keras_synth.models.synthesizer_seq2seq_backbone import (
     SynthesizerSeq2SeqBackbone,
 )
 
+ENCODER_TOKENIZER_CONFIG_FILE = "encoder_tokenizer.json"
+
 
 @keras.saving.register_keras_serializable(package="keras_synth")
 class SynthesizerSeq2SeqLMPreprocessor(keras_nlp.models.Seq2SeqLMPreprocessor):
     """Tokenizes and packs source and target text for `SynthesizerSeq2SeqLM`.
 
     keras-hub's `Seq2SeqLMPreprocessor` with one tokenizer for both sides
-    (a shared vocabulary): `{"encoder_text", "decoder_text"}` become
+    (a shared vocabulary), or a source tokenizer of its own
+    (`encoder_tokenizer`, with `SynthesizerSeq2SeqBackbone(
+    encoder_vocabulary_size=...)`): `{"encoder_text", "decoder_text"}` become
     `[CLS]` + tokens + `[SEP]` packed to `encoder_sequence_length` and
     `decoder_sequence_length`; the decoder features are the target without
     its last token, the labels without its first. `generate_preprocess`
@@ -25,9 +29,14 @@ class SynthesizerSeq2SeqLMPreprocessor(keras_nlp.models.Seq2SeqLMPreprocessor):
     `SynthesizerCharTokenizer`.
 
     Args:
-        tokenizer: the tokenizer (start, end and pad tokens needed).
+        tokenizer: the tokenizer (start, end and pad tokens needed); of the
+            target side only when `encoder_tokenizer` is given.
         encoder_sequence_length: int. Defaults to 1024.
         decoder_sequence_length: int. Defaults to 1024.
+        encoder_tokenizer: the source tokenizer, or `None` (default:
+            `tokenizer` serves both sides). Presets keep it apart from the
+            target tokenizer: its `config_file` is set to
+            `"encoder_tokenizer.json"` when it has the target's.
 
     Call arguments:
         x: dict of `encoder_text` and `decoder_text` strings.
@@ -52,6 +61,78 @@ class SynthesizerSeq2SeqLMPreprocessor(keras_nlp.models.Seq2SeqLMPreprocessor):
     backbone_cls = SynthesizerSeq2SeqBackbone
     tokenizer_cls = SynthesizerCharTokenizer
 
+    def __init__(
+        self,
+        tokenizer,
+        encoder_sequence_length=1024,
+        decoder_sequence_length=1024,
+        encoder_tokenizer=None,
+        **kwargs,
+    ):
+        super().__init__(
+            tokenizer,
+            encoder_sequence_length=encoder_sequence_length,
+            decoder_sequence_length=decoder_sequence_length,
+            **kwargs,
+        )
+        if encoder_tokenizer is not None:
+            if encoder_tokenizer is tokenizer:
+                encoder_tokenizer = None
+            elif encoder_tokenizer.config_file == getattr(
+                tokenizer, "config_file", None
+            ):
+                encoder_tokenizer.config_file = ENCODER_TOKENIZER_CONFIG_FILE
+        self.encoder_tokenizer = encoder_tokenizer
+
+    def build(self, input_shape):
+        super().build(input_shape)
+        source = self.encoder_tokenizer
+        if source is not None:
+            self.encoder_packer = keras_nlp.layers.StartEndPacker(
+                start_value=source.start_token_id,
+                end_value=source.end_token_id,
+                pad_value=source.pad_token_id,
+                sequence_length=self.encoder_sequence_length,
+                return_padding_mask=True,
+            )
+
+    def _with_source(self, inputs, encoder_text, encoder_sequence_length):
+        """`inputs` with the encoder features of `encoder_tokenizer`.
+
+        keras-hub's base class tokenizes the source with `tokenizer`; with a
+        source tokenizer of its own, those features are replaced here.
+        """
+        if self.encoder_tokenizer is None:
+            return inputs
+        token_ids, padding_mask = self.encoder_packer(
+            self.encoder_tokenizer(encoder_text),
+            sequence_length=(
+                encoder_sequence_length or self.encoder_sequence_length
+            ),
+        )
+        return dict(
+            inputs,
+            encoder_token_ids=token_ids,
+            encoder_padding_mask=padding_mask,
+        )
+
+    def call(self, x, y=None, sample_weight=None, **kwargs):
+        outputs = super().call(x, y, sample_weight, **kwargs)
+        if self.encoder_tokenizer is None:
+            return outputs
+        x_out, y, sample_weight = keras.utils.unpack_x_y_sample_weight(outputs)
+        x_out = self._with_source(
+            x_out, x["encoder_text"], kwargs.get("encoder_sequence_length")
+        )
+        return keras.utils.pack_x_y_sample_weight(x_out, y, sample_weight)
+
+    def generate_preprocess(self, x, **kwargs):
+        outputs = super().generate_preprocess(x, **kwargs)
+        encoder_text = x["encoder_text"] if isinstance(x, dict) else x
+        return self._with_source(
+            outputs, encoder_text, kwargs.get("encoder_sequence_length")
+        )
+
     def get_config(self):
         # keras-hub's base class leaves the lengths out of its config.
         config = super().get_config()
@@ -59,6 +140,20 @@ class SynthesizerSeq2SeqLMPreprocessor(keras_nlp.models.Seq2SeqLMPreprocessor):
             {
                 "encoder_sequence_length": self.encoder_sequence_length,
                 "decoder_sequence_length": self.decoder_sequence_length,
+                "encoder_tokenizer": (
+                    None
+                    if self.encoder_tokenizer is None
+                    else keras.layers.serialize(self.encoder_tokenizer)
+                ),
             }
         )
         return config
+
+    @classmethod
+    def from_config(cls, config):
+        source = config.get("encoder_tokenizer")
+        if isinstance(source, dict):
+            config = dict(
+                config, encoder_tokenizer=keras.layers.deserialize(source)
+            )
+        return super().from_config(config)

@@ -19,10 +19,11 @@ class LengthPenaltyBeamSampler(keras_nlp.samplers.Sampler):
     """Beam search whose finished hypotheses are ranked with a length penalty.
 
     `num_beams` hypotheses stay alive. Each step scores every one-token
-    extension of them by its log-probability; extensions ending with a stop
-    token are finished and scored `log p / ((5 + n) / 6) ** length_penalty`,
-    `n` the number of generated tokens (stop token included), as in GNMT
-    (Wu et al., 2016); the best other extensions stay alive. A hypothesis
+    extension of them by its log-probability; the best of the `2 *
+    num_beams` best extensions that ends with a stop token is finished and
+    scored `log p / ((5 + n) / 6) ** length_penalty`, `n` the number of
+    generated tokens (stop token included), as in GNMT (Wu et al., 2016) and
+    Tensor2Tensor; the best extensions without a stop token stay alive. A hypothesis
     that reaches the end of the sequence unfinished is scored the same way.
     The search stops once no alive hypothesis can beat the best finished one
     in any row, and returns the best-scoring hypothesis of each row.
@@ -167,11 +168,25 @@ class LengthPenaltyBeamSampler(keras_nlp.samplers.Sampler):
                     is_stop[None, :], ops.logical_not(forced_row)[:, None]
                 )
 
-            # The best extension ending with a stop token may finish a row.
+            # As in Tensor2Tensor, the 2 * num_beams best extensions are the
+            # candidates; the best of them ending with a stop token may
+            # finish a row. (An unlikely stop, e.g. an empty output, is not
+            # a candidate: a search that finishes every extension prefers
+            # short outputs of a model that is unsure.)
             penalty = length_penalty_factor(index + 1 - prompt_length, alpha)
-            stop_scores = ops.where(is_stop, scores / penalty[:, None], 2 * NEG_INF)
-            best = ops.argmax(stop_scores, axis=-1)
-            best_score = ops.take_along_axis(stop_scores, best[:, None], axis=1)[
+            num_candidates = 2 * k
+            if isinstance(vocab_size, int):
+                num_candidates = min(num_candidates, k * vocab_size)
+            top_scores, top = ops.top_k(scores, k=num_candidates, sorted=True)
+            top_is_stop = ops.take_along_axis(is_stop, top, axis=1)
+            stop_scores = ops.where(
+                top_is_stop, top_scores / penalty[:, None], 2 * NEG_INF
+            )
+            best_candidate = ops.argmax(stop_scores, axis=-1)
+            best_score = ops.take_along_axis(
+                stop_scores, best_candidate[:, None], axis=1
+            )[:, 0]
+            best = ops.take_along_axis(top, best_candidate[:, None], axis=1)[
                 :, 0
             ]
             best_beam = ops.cast(best // vocab_size, "int32")

@@ -11,8 +11,35 @@ worker, exports on the chief, and writes `results.json` atomically.
 import contextlib
 import time
 
+from recipes.core import run_directory
 from recipes.core import runtime
 from recipes.core import training
+
+
+def open_run(args, validate, load, runtime_flags=run_directory.RUNTIME_FLAGS,
+             log=print):
+    """How every recipe's `run()` starts: requires the TensorFlow backend,
+    checks `args` (`validate(args)`, which may canonicalise them), creates
+    the strategy (`runtime.setup`: first, before TensorFlow runs any op,
+    as multi-worker and TPU strategies need), reads the data
+    (`load(checked)`, with what `validate` returned, before anything is
+    written), then opens the run directory `--model_dir` for this
+    configuration (refusing one that holds another; `runtime_flags` may
+    differ).
+
+    Returns:
+        `(data, run_dir, strategy)`: what `load` returned, the
+        `RunDirectory` and the `tf.distribute.Strategy`.
+    """
+    runtime.require_tensorflow_backend()
+    checked = validate(args)
+    config = dict(vars(args))
+    strategy = runtime.setup(args, log)
+    data = load(checked)
+    run_dir = run_directory.RunDirectory(args.model_dir, config,
+                                         runtime_flags=runtime_flags)
+    log(f"Run directory: {run_dir.root}")
+    return data, run_dir, strategy
 
 
 def train_and_evaluate(args, run_dir, strategy, build, train_data,
@@ -121,3 +148,22 @@ def train_and_evaluate(args, run_dir, strategy, build, train_data,
         path = run_dir.write_results(results)
         log(f"Results: {path}")
     return results
+
+
+def saved_model_export(args, run_dir, export_saved_model, export_usage,
+                       what, log=print):
+    """An `export` for `train_and_evaluate`: with `--export`, writes the
+    SavedModel at `<model_dir>/export` with `export_saved_model(path,
+    model)` and records its path and `export_usage(path)`.
+
+    Args:
+        what: how the log line describes the export (its signature).
+    """
+    def export(model):
+        if not args.export:
+            return {"export": None, "export_usage": None}
+        path = export_saved_model(run_dir.path("export"), model)
+        log(f"Exported a SavedModel ({what}) to {path}")
+        return {"export": path, "export_usage": export_usage(path)}
+
+    return export

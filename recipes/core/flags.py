@@ -81,16 +81,17 @@ SYNTHESIZERS_HELP = ("vanilla, dense, random, fixed_random, "
                      "as random+vanilla")
 
 
-def add_model_flags(group, blocks, num_layers, hidden_dim,
+def add_model_flags(group, num_layers, hidden_dim, layers_help,
                     synthesizer_help="Attention variant"):
     """Adds the architecture flags the recipes share to an argument group:
-    `--synthesizer`, `--num_layers` (of `blocks`), `--hidden_dim`,
-    `--num_heads`, `--intermediate_dim`, `--dropout`, `--factorized_rank`.
+    `--synthesizer`, `--num_layers` (`layers_help` says what it counts),
+    `--hidden_dim`, `--num_heads`, `--intermediate_dim`, `--dropout`,
+    `--factorized_rank`.
     """
     group.add_argument("--synthesizer", default="random+vanilla",
                        help=f"{synthesizer_help}: {SYNTHESIZERS_HELP}.")
     group.add_argument("--num_layers", type=int, default=num_layers,
-                       help=f"Number of {blocks} blocks.")
+                       help=layers_help)
     group.add_argument("--hidden_dim", type=int, default=hidden_dim,
                        help="Model width (embeddings and blocks).")
     group.add_argument("--num_heads", type=int, default=4,

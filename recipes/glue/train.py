@@ -16,7 +16,6 @@ import time
 from recipes import cli
 from recipes.core import experiment
 from recipes.core import flags
-from recipes.core import run_directory
 from recipes.core import runtime
 from recipes.core import vocabulary
 from recipes.glue import metrics as metrics_lib
@@ -49,8 +48,8 @@ def build_parser():
                        help="Use only the first N training examples "
                        "(default: all).")
     group = parser.add_argument_group("model")
-    flags.add_model_flags(group, "SynthesizerEncoder", num_layers=2,
-                          hidden_dim=128)
+    flags.add_model_flags(group, num_layers=2, hidden_dim=128,
+                          layers_help="SynthesizerEncoder blocks.")
     group.add_argument("--max_length", type=int, default=128,
                        help="Packed sequence length (the synthesizers' "
                        "max_length).")
@@ -126,18 +125,12 @@ def _eval_callback(task, eval_data, log):
 def run(args, log=print):
     """Runs the recipe for parsed `args`; returns the results dict."""
     wall_start = time.time()
-    runtime.require_tensorflow_backend()
-    task = validate_args(args)
     from recipes.glue import loading
 
-    config = dict(vars(args))
-    # First, before TensorFlow runs any op (multi-worker, TPU).
-    strategy = runtime.setup(args, log)
-    train, evals, tests = loading.load_task_data(
-        task, args.data_dir, args.tfds_data_dir
-    )
-    run_dir = run_directory.RunDirectory(args.model_dir, config)
-    log(f"Run directory: {run_dir.root}")
+    # The strategy first, before TensorFlow runs any op (multi-worker, TPU).
+    (task, train, evals, tests), run_dir, strategy = experiment.open_run(
+        args, validate_args, lambda task: (task, *loading.load_task_data(
+            task, args.data_dir, args.tfds_data_dir)), log=log)
     train = loading.subsample(train, args.max_train_examples)
     log(f"Task {task.name} ({task.description}): {len(train)} training "
         "examples, " + ", ".join(f"{k} {len(v)}" for k, v in evals.items())

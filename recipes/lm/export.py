@@ -38,7 +38,9 @@ def export_usage(path):
         path, SIGNATURE,
         {"prompt": "string tensor `(batch,)`, raw text (tokenized inside)"},
         {"generated": "string `(batch,)`: each prompt followed by the "
-         "generated text"},
+         "generated text",
+         "prompt_truncated": "bool `(batch,)`: the prompt had more tokens "
+         "than the context holds and was cut"},
         'prompt=tf.constant(["ROMEO:"])')
 
 

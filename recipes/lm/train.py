@@ -74,7 +74,8 @@ def build_parser():
                        "non-overlapping windows).")
 
     group = parser.add_argument_group("model")
-    flags.add_model_flags(group, "decoder", num_layers=4, hidden_dim=192,
+    flags.add_model_flags(group, num_layers=4, hidden_dim=192,
+                          layers_help="Number of decoder blocks.",
                           synthesizer_help="Causal self-attention of every "
                           "block")
     group.add_argument("--sequence_length", type=int, default=128,
@@ -182,19 +183,14 @@ def load_corpus(args):
 def run(args, log=print):
     """Runs the recipe for parsed `args`; returns the results dict."""
     wall_start = time.time()
-    runtime.require_tensorflow_backend()
-    validate_args(args)
-    config = dict(vars(args))
-    # First, before TensorFlow runs any op (multi-worker, TPU).
-    strategy = runtime.setup(args, log)
-    corpus = load_corpus(args)
-    run_dir = run_directory.RunDirectory(args.model_dir, config,
-                                         runtime_flags=RUNTIME_FLAGS)
-    log(f"Run directory: {run_dir.root}")
+    # The strategy first, before TensorFlow runs any op (multi-worker, TPU).
+    corpus, run_dir, strategy = experiment.open_run(
+        args, validate_args, lambda _: load_corpus(args), RUNTIME_FLAGS, log)
     log(f"Data ({args.dataset}): " + ", ".join(
         f"{split} {len(text):,} characters" for split, text in corpus.items()))
 
     from recipes.lm import evaluation
+    from recipes.lm import export as export_lib
     from recipes.lm import model as model_lib
     from recipes.lm import tokenizers
 
@@ -267,16 +263,9 @@ def run(args, log=print):
         })
         return results
 
-    def export(lm):
-        if not args.export:
-            return {"export": None, "export_usage": None}
-        from recipes.lm import export as export_lib
-
-        path = export_lib.export_saved_model(run_dir.path("export"), lm)
-        log(f"Exported a SavedModel (signature 'generate', strings in and "
-            f"out) to {path}")
-        return {"export": path, "export_usage": export_lib.export_usage(path)}
-
+    export = experiment.saved_model_export(
+        args, run_dir, export_lib.export_saved_model, export_lib.export_usage,
+        "signature 'generate', strings in and out", log)
     return experiment.train_and_evaluate(
         args, run_dir, strategy, build, train_ds, steps_per_epoch, evaluate,
         export=export, describe=describe,

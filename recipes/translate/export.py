@@ -1,23 +1,23 @@
 """The serving SavedModel: strings in, translations out."""
 
-import keras
-import tensorflow as tf
-
+from keras_synth.models import export_generator
 from recipes import serving
 from recipes.core import run_directory
 
 SIGNATURE = "translate"
 
 
-def export_saved_model(path, translator):
-    """Writes a SavedModel with a `translate` signature.
+def export_saved_model(path, lm):
+    """Writes `keras_synth.models.export_generator`'s SavedModel of `lm`
+    (a `SynthesizerSeq2SeqLM` with its preprocessor) with a `translate`
+    signature.
 
     Input: `source`, a `(batch,)` string tensor of sentences. Outputs:
     `translation` `(batch,)` strings and `source_truncated` `(batch,)` bool
-    (True where the source had more than `max_length` tokens and was cut
-    to them). WordPiece tokenization, the search (greedy or beam, as
-    `translator` is configured, with the decoder caches) and detokenization
-    run inside the graph:
+    (True where the source had more tokens than `max_length` holds and was
+    cut to them). WordPiece tokenization, the search (the sampler `lm` was
+    compiled with: greedy or beam search, with the decoder caches) and
+    detokenization run inside the graph:
 
     ```python
     import tensorflow_text  # the tokenizer's ops
@@ -26,31 +26,14 @@ def export_saved_model(path, translator):
     # or: reloaded.translate(tf.constant(["Ein Hund."]))
     ```
 
-    Args:
-        path: the SavedModel folder.
-        translator: a `decoding.Translator`.
+    Written at a temporary name, then renamed: a kill while exporting never
+    leaves a half-written SavedModel at `path`.
     """
-    preprocessor = translator.preprocessor
-
-    def translate(source):
-        translations, truncated = translator.translate_batch(source)
-        return {"translation": translations, "source_truncated": truncated}
-
-    archive = keras.export.ExportArchive()
-    archive.track(translator.model)
-    archive.track(preprocessor.src_tokenizer)
-    if not preprocessor.shared:
-        archive.track(preprocessor.tgt_tokenizer)
-    archive.add_endpoint(
-        SIGNATURE, translate,
-        input_signature=[tf.TensorSpec([None], tf.string, name="source")],
-    )
     def write(tmp):
-        archive.write_out(tmp, verbose=False)
+        export_generator(lm, tmp, signature=SIGNATURE, input_name="source",
+                         output_name="translation")
         serving.write_readme(tmp, export_usage("path/to/export"))
 
-    # Written to a temporary folder, then renamed: a kill while exporting
-    # never leaves a half-written SavedModel at `path`.
     run_directory.atomic_write(path, write)
     return path
 

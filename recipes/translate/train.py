@@ -23,10 +23,10 @@ import os
 import time
 
 from recipes import cli
+from recipes.core import experiment
 from recipes.core import flags
 from recipes.core import run_directory
 from recipes.core import runtime
-from recipes.core import training
 from recipes.core import vocabulary
 from recipes.translate import data as data_lib
 
@@ -41,6 +41,7 @@ def build_parser():
         "validation and test sets (greedy or beam search) and score them "
         "with sacrebleu (BLEU, chrF).",
         formatter_class=cli.HelpFormatter,
+        conflict_handler="resolve",
     )
     group = parser.add_argument_group("languages and data")
     group.add_argument("--src", required=True,
@@ -69,11 +70,11 @@ def build_parser():
                        "(default: all).")
 
     group = parser.add_argument_group("model")
-    group.add_argument(
-        "--synthesizer", default="random+vanilla",
-        help="Self-attention variant of every block (causal in the "
-        "decoder): vanilla, dense, random, fixed_random, factorized_dense, "
-        "factorized_random, or a mixture such as random+vanilla.")
+    flags.add_model_flags(group, num_layers=3, hidden_dim=256,
+                          layers_help="Blocks in the encoder and in the "
+                          "decoder.",
+                          synthesizer_help="Self-attention variant of every "
+                          "block (causal in the decoder)")
     group.add_argument("--cross_attention_synthesizer", default="vanilla",
                        help="Variant of the decoder's cross-attention "
                        "(vanilla in the paper).")
@@ -81,25 +82,11 @@ def build_parser():
                        help="Longest source and target sequence in tokens "
                        "(the synthesizers' max_length); longer training "
                        "pairs are dropped (counted).")
-    group.add_argument("--num_layers", type=int, default=3,
-                       help="Blocks in the encoder and in the decoder.")
-    group.add_argument("--hidden_dim", type=int, default=256,
-                       help="Model width (embeddings and blocks).")
-    group.add_argument("--num_heads", type=int, default=4,
-                       help="Attention heads per block.")
-    group.add_argument("--intermediate_dim", type=int, default=None,
-                       help="Feedforward width (default: 4 x "
-                       "--hidden_dim).")
-    group.add_argument("--dropout", type=float, default=0.1,
-                       help="Dropout rate of the embeddings, attention and "
-                       "feedforward.")
     group.add_argument("--label_smoothing", type=float, default=0.1,
                        help="Label smoothing of the cross-entropy.")
     group.add_argument("--normalize_first", action="store_true",
                        help="Pre-LN blocks (without it: post-LN, as in the "
                        "paper).")
-    group.add_argument("--factorized_rank", type=int, default=8,
-                       help="Rank of factorized_random (the paper's r).")
     group.add_argument("--vocab", choices=("shared", "separate"),
                        default="shared",
                        help="One WordPiece vocabulary for both languages "
@@ -117,18 +104,19 @@ def build_parser():
         parser, default_batch_size=64, default_epochs=10,
         default_learning_rate=1e-3,
         model_dir_default="runs/translate/<dataset>-<src>-<tgt>-<variant>")
-    parser.set_defaults(weight_decay=0.0)
-    for action in parser._actions:
-        if action.dest == "learning_rate":
-            action.help = ("Peak learning rate of the Transformer schedule "
-                           "(linear warmup, then inverse square root "
-                           "decay); Adam(0.9, 0.98, 1e-9).")
-        elif action.dest == "weight_decay":
-            action.help = "AdamW weight decay (0: Adam, as in the paper)."
-        elif action.dest == "warmup_fraction":
-            action.help = ("Warmup as a fraction of all training steps, "
-                           "unless --warmup_steps is given.")
+    # Three shared flags mean something else here: added again with their
+    # help (the parser's conflict_handler="resolve" replaces the shared
+    # ones).
     group = parser.add_argument_group("training (translation)")
+    group.add_argument("--learning_rate", type=float, default=1e-3,
+                       help="Peak learning rate of the Transformer schedule "
+                       "(linear warmup, then inverse square root decay); "
+                       "Adam(0.9, 0.98, 1e-9).")
+    group.add_argument("--weight_decay", type=float, default=0.0,
+                       help="AdamW weight decay (0: Adam, as in the paper).")
+    group.add_argument("--warmup_fraction", type=float, default=0.1,
+                       help="Warmup as a fraction of all training steps, "
+                       "unless --warmup_steps is given.")
     group.add_argument("--warmup_steps", type=int, default=None,
                        help="Warmup steps (the paper: 4000). Default: "
                        "--warmup_fraction of all training steps.")
@@ -138,17 +126,11 @@ def build_parser():
     group.add_argument("--beam_size", type=int, default=4,
                        help="1 for greedy decoding.")
     group.add_argument("--length_penalty", type=float, default=0.6,
-                       help="Beam search's alpha: scores are log p / ((5 + "
-                       "length) / 6) ** alpha.")
+                       help="Beam search's alpha (>= 0): scores are log p / "
+                       "((5 + length) / 6) ** alpha.")
     group.add_argument("--decode_batch_size", type=int, default=64,
                        help="Sentences translated together.")
-    group.add_argument("--no_export", dest="export", action="store_false",
-                       help="Skip the SavedModel export (by default it is "
-                       "written to <model_dir>/export).")
-    group.add_argument("--no_tensorboard", dest="tensorboard",
-                       action="store_false",
-                       help="Skip the TensorBoard logs (by default written "
-                       "to <model_dir>/logs).")
+    flags.add_output_switches(group)
     return parser
 
 
@@ -185,6 +167,9 @@ def validate_args(args):
         raise ValueError(
             f"Argument `--hidden_dim`={args.hidden_dim} must be a multiple "
             f"of `--num_heads`={args.num_heads}.")
+    if args.length_penalty < 0:
+        raise ValueError(f"Argument `--length_penalty` must be >= 0. "
+                         f"Received: --length_penalty={args.length_penalty}")
     for name in ("dropout", "label_smoothing"):
         value = getattr(args, name)
         if not 0.0 <= value < 1.0:
@@ -240,28 +225,16 @@ def score(hypotheses, references):
 def run(args, log=print):
     """Runs the recipe for parsed `args`; returns the results dict."""
     wall_start = time.time()
-    runtime.require_tensorflow_backend()
-    validate_args(args)
-    config = dict(vars(args))
-    # First, before TensorFlow runs any op (multi-worker, TPU).
-    strategy = runtime.select_strategy(args.strategy, args.tpu,
-                                       args.cluster_timeout)
-    corpus = load_corpus(args)
+    # The strategy first, before TensorFlow runs any op (multi-worker, TPU).
+    corpus, run_dir, strategy = experiment.open_run(
+        args, validate_args, lambda _: load_corpus(args), RUNTIME_FLAGS, log)
     corpus["train"] = corpus["train"].head(args.max_train_examples)
-    run_dir = run_directory.RunDirectory(args.model_dir, config,
-                                  runtime_flags=RUNTIME_FLAGS)
-    log(f"Run directory: {run_dir.root}")
     log(f"Data ({args.dataset}, {args.src}->{args.tgt}): " + ", ".join(
         f"{split} {len(pairs)} pairs" for split, pairs in corpus.items()))
 
-    import keras
-
-    from recipes.translate import decoding
     from recipes.translate import export as export_lib
-    from recipes.translate import model as model_lib
+    from recipes.translate import modeling
 
-    keras.utils.set_random_seed(args.seed)
-    policy = runtime.configure_precision(args.mixed_precision)
     train = corpus["train"]
 
     def prepare():  # the chief's vocabularies and backup, for every worker
@@ -283,160 +256,128 @@ def run(args, log=print):
 
     src_vocab, tgt_vocab, initial_epoch = runtime.chief_first(
         strategy, prepare)
-    preprocessor = model_lib.Preprocessor(src_vocab, tgt_vocab,
-                                          args.max_length, args.lowercase)
-    log(f"Strategy: {type(strategy).__name__} with "
-        f"{strategy.num_replicas_in_sync} replica(s); dtype policy {policy}.")
-
-    encoded = model_lib.encode_corpus(preprocessor, train)
+    preprocessor = modeling.make_preprocessor(
+        src_vocab, tgt_vocab, args.max_length, args.lowercase)
+    encoded = modeling.encode_corpus(preprocessor, train)
     log(f"Training pairs: {encoded['kept']} kept, {encoded['dropped']} "
-        f"dropped (longer than --max_length={args.max_length} tokens, or "
-        f"an empty side: {encoded['empty']}).")
+        f"dropped (a source longer than --max_length={args.max_length} "
+        "tokens with [CLS] and [SEP], a target longer with [CLS], or an "
+        f"empty side: {encoded['empty']}).")
     if encoded["kept"] < args.batch_size:
         raise ValueError(
             f"Argument `--batch_size`={args.batch_size} exceeds the "
             f"{encoded['kept']} usable training pairs.")
     static = args.jit_compile or args.strategy == "tpu"
-    train_ds = model_lib.make_dataset(
+    train_ds = modeling.make_dataset(
         encoded, args.batch_size, shuffle=True, seed=args.seed,
         drop_remainder=True, static_shapes=static, epochs=args.epochs,
         initial_epoch=initial_epoch)
     valid_ds = None
     if "valid" in corpus:
-        valid_encoded = model_lib.encode_corpus(preprocessor, corpus["valid"])
+        valid_encoded = modeling.encode_corpus(preprocessor, corpus["valid"])
         if valid_encoded["kept"]:
-            valid_ds = model_lib.make_dataset(
+            valid_ds = modeling.make_dataset(
                 valid_encoded, args.batch_size, static_shapes=static)
     steps_per_epoch = encoded["kept"] // args.batch_size
     total_steps = steps_per_epoch * args.epochs
     warmup_steps = args.warmup_steps or max(
         1, int(total_steps * args.warmup_fraction))
 
-    with strategy.scope():
-        model = model_lib.SynthesizerTranslator(
+    def build():
+        model = modeling.build_lm(
             src_vocab_size=len(src_vocab), tgt_vocab_size=len(tgt_vocab),
             max_length=args.max_length, synthesizer=args.synthesizer,
             cross_attention_synthesizer=args.cross_attention_synthesizer,
             hidden_dim=args.hidden_dim, num_layers=args.num_layers,
             num_heads=args.num_heads, intermediate_dim=args.intermediate_dim,
-            dropout=args.dropout, share_embeddings=args.vocab == "shared",
+            dropout=args.dropout, shared=args.vocab == "shared",
             normalize_first=args.normalize_first,
             factorized_rank=args.factorized_rank)
-        model.build_for()
-        model_lib.compile_model(
+        modeling.compile_lm(
             model, args.learning_rate, warmup_steps,
             label_smoothing=args.label_smoothing,
             weight_decay=args.weight_decay, jit_compile=args.jit_compile,
-            ema_momentum=args.ema_momentum)
-    parameters = training.count_params(model)
-    log(f"Model: {args.num_layers}+{args.num_layers} blocks, self-attention "
-        f"{args.synthesizer!r}, cross-attention "
-        f"{args.cross_attention_synthesizer!r}, width {args.hidden_dim}, "
-        f"{args.num_heads} heads, max_length {args.max_length}, vocabulary "
-        f"{len(src_vocab)}/{len(tgt_vocab)} ({args.vocab}): "
-        f"{parameters:,} trainable parameters.")
-    if initial_epoch:
-        log(f"Resuming after epoch {initial_epoch} from "
-            f"{run_dir.backup_dir}.")
+            ema_momentum=args.ema_momentum, beam_size=args.beam_size,
+            length_penalty=args.length_penalty)
+        return model
 
-    timer = training.make_steps_timer()
-    callbacks = [timer] + run_dir.callbacks(tensorboard=args.tensorboard)
-    budget = None
-    if args.time_budget_minutes:
-        budget = training.make_time_budget_callback(args.time_budget_minutes)
-        callbacks.append(budget)
-    train_start = time.time()
-    if initial_epoch < args.epochs:
-        model.fit(train_ds, epochs=args.epochs, initial_epoch=initial_epoch,
-                  steps_per_epoch=steps_per_epoch, validation_data=valid_ds,
-                  callbacks=callbacks, verbose=args.verbose, shuffle=False)
-    else:
-        run_dir.restore(model)
-        training.finalize_weights(model)
-    train_time = time.time() - train_start
-    history = run_dir.history()
-    steps_per_second = (timer.steps_per_second if timer.steps else (
-        history[-1].get("steps_per_second") if history else None))
-    tokens_per_pair = (encoded["src_tokens"] + encoded["tgt_tokens"]) / max(
-        1, encoded["kept"])
-    tokens_per_second = (steps_per_second * args.batch_size * tokens_per_pair
-                         if steps_per_second else None)
-    if tokens_per_second:
-        log(f"Training speed: {steps_per_second:.2f} steps/s, about "
-            f"{tokens_per_second:,.0f} tokens/s (source + target, padding "
-            "excluded).")
+    def describe(parameters):
+        return (f"Model: SynthesizerSeq2SeqLM, {args.num_layers}+"
+                f"{args.num_layers} blocks, self-attention "
+                f"{args.synthesizer!r}, cross-attention "
+                f"{args.cross_attention_synthesizer!r}, width "
+                f"{args.hidden_dim}, {args.num_heads} heads, max_length "
+                f"{args.max_length}, vocabulary {len(src_vocab)}/"
+                f"{len(tgt_vocab)} ({args.vocab}): {parameters:,} trainable "
+                "parameters.")
 
-    translator = decoding.Translator(
-        model, preprocessor, beam_size=args.beam_size,
-        length_penalty=args.length_penalty)
-    scores, decode_stats, hypothesis_files = {}, {}, {}
-    for split in ("valid", "test"):
-        if split not in corpus:
-            continue
-        pairs = corpus[split]
-        hypotheses, stats = translator.translate(
-            pairs.src, batch_size=args.decode_batch_size, log=log)
-        scores[split] = score(hypotheses, pairs.tgt)
-        decode_stats[split] = stats
-        log(f"{split}: BLEU {scores[split]['bleu']:.2f}, chrF "
-            f"{scores[split]['chrf']:.2f} ({len(pairs)} sentences, "
-            f"{'greedy' if args.beam_size == 1 else f'beam {args.beam_size}'}"
-            f", {stats['sentences_per_second']:.1f} sentences/s).")
-        if run_dir.is_chief:
-            path = run_dir.path(f"hypotheses.{split}.{args.tgt}")
-            with open(path, "w", encoding="utf-8") as f:
-                for line in hypotheses:
-                    f.write(line + "\n")
-            hypothesis_files[split] = path
-    if hypothesis_files:
-        log("Hypotheses: " + ", ".join(hypothesis_files.values()))
+    def evaluate(model, run):
+        steps_per_second = run["steps_per_second"]
+        tokens_per_pair = (encoded["src_tokens"] + encoded["tgt_tokens"]
+                           ) / max(1, encoded["kept"])
+        tokens_per_second = (steps_per_second * args.batch_size
+                             * tokens_per_pair if steps_per_second else None)
+        if tokens_per_second:
+            log(f"Training speed: {steps_per_second:.2f} steps/s, about "
+                f"{tokens_per_second:,.0f} tokens/s (source + target, "
+                "padding excluded).")
 
-    export_path = None
-    if args.export and run_dir.is_chief:
-        export_path = export_lib.export_saved_model(run_dir.path("export"),
-                                                    translator)
-        log(f"Exported a SavedModel (signature 'translate', strings in and "
-            f"out) to {export_path}")
+        # The preprocessor is attached now: `fit` was fed features.
+        model.preprocessor = preprocessor
+        scores, decode_stats, hypothesis_files = {}, {}, {}
+        for split in ("valid", "test"):
+            if split not in corpus:
+                continue
+            pairs = corpus[split]
+            hypotheses, stats = modeling.translate(
+                model, pairs.src, batch_size=args.decode_batch_size, log=log)
+            stats["beam_size"] = args.beam_size
+            scores[split] = score(hypotheses, pairs.tgt)
+            decode_stats[split] = stats
+            search = ("greedy" if args.beam_size == 1
+                      else f"beam {args.beam_size}")
+            log(f"{split}: BLEU {scores[split]['bleu']:.2f}, chrF "
+                f"{scores[split]['chrf']:.2f} ({len(pairs)} sentences, "
+                f"{search}, {stats['sentences_per_second']:.1f} "
+                "sentences/s).")
+            if run_dir.is_chief:
+                path = run_dir.path(f"hypotheses.{split}.{args.tgt}")
+                with open(path, "w", encoding="utf-8") as f:
+                    for line in hypotheses:
+                        f.write(line + "\n")
+                hypothesis_files[split] = path
+        if hypothesis_files:
+            log("Hypotheses: " + ", ".join(hypothesis_files.values()))
 
-    results = {
-        "src": args.src,
-        "tgt": args.tgt,
-        "dataset": args.dataset,
-        "synthesizer": args.synthesizer,
-        "cross_attention_synthesizer": args.cross_attention_synthesizer,
-        "scores": scores,
-        "bleu": {split: s["bleu"] for split, s in scores.items()},
-        "chrf": {split: s["chrf"] for split, s in scores.items()},
-        "decoding": decode_stats,
-        "parameters": parameters,
-        "parameters_total": int(model.count_params()),
-        "vocabulary_size": {"src": len(src_vocab), "tgt": len(tgt_vocab)},
-        "train_pairs": encoded["kept"],
-        "train_pairs_dropped": encoded["dropped"],
-        "steps_per_second": steps_per_second,
-        "tokens_per_second": tokens_per_second,
-        "tokens_per_second_note": "steps/s x batch_size x mean (source + "
-        "target) tokens of the kept training pairs, padding excluded",
-        "train_steps": steps_per_epoch * args.epochs,
-        "warmup_steps": warmup_steps,
-        "epochs": args.epochs,
-        "stopped_by_time_budget": bool(budget and budget.stopped),
-        "resumed_from_epoch": initial_epoch,
-        "train_time_s": train_time,
-        "wall_time_s": time.time() - wall_start,
-        "num_replicas": strategy.num_replicas_in_sync,
-        "history": history,
-        "hypotheses": hypothesis_files,
-        "export": export_path,
-        "export_usage": (export_lib.export_usage(export_path)
-                         if export_path else None),
-        "args": config,
-        "environment": runtime.environment(),
-    }
-    if run_dir.is_chief:
-        path = run_dir.write_results(results)
-        log(f"Results: {path}")
-    return results
+        return {
+            "src": args.src,
+            "tgt": args.tgt,
+            "dataset": args.dataset,
+            "synthesizer": args.synthesizer,
+            "cross_attention_synthesizer": args.cross_attention_synthesizer,
+            "scores": scores,
+            "bleu": {split: s["bleu"] for split, s in scores.items()},
+            "chrf": {split: s["chrf"] for split, s in scores.items()},
+            "decoding": decode_stats,
+            "vocabulary_size": {"src": len(src_vocab),
+                                "tgt": len(tgt_vocab)},
+            "train_pairs": encoded["kept"],
+            "train_pairs_dropped": encoded["dropped"],
+            "tokens_per_second": tokens_per_second,
+            "tokens_per_second_note": "steps/s x batch_size x mean (source "
+            "+ target) tokens of the kept training pairs, padding excluded",
+            "warmup_steps": warmup_steps,
+            "hypotheses": hypothesis_files,
+        }
+
+    export = experiment.saved_model_export(
+        args, run_dir, export_lib.export_saved_model, export_lib.export_usage,
+        "signature 'translate', strings in and out", log)
+    return experiment.train_and_evaluate(
+        args, run_dir, strategy, build, train_ds, steps_per_epoch, evaluate,
+        export=export, describe=describe,
+        fit_options={"validation_data": valid_ds},
+        wall_start=wall_start, log=log)
 
 
 def main(argv=None):

@@ -1,8 +1,10 @@
-"""Smoke test of `recipes.benchmark`'s plumbing (tiny sizes, one repetition).
+"""Smoke test of `recipes.benchmark --mode train`'s plumbing (tiny sizes,
+one repetition).
 
 Checks the structure of the results, the table and the plot, and that the
 numbers are sane (positive times, FLOP counts that match a hand count,
-ratios against MultiHeadAttention); it asserts nothing about speed.
+ratios against MultiHeadAttention); it asserts nothing about speed. The
+generation and context modes: `test_benchmark_modes.py`.
 """
 
 import json
@@ -12,13 +14,16 @@ import os
 import keras
 import pytest
 
-from recipes import benchmark
+from recipes.benchmark import flags
+from recipes.benchmark import runner
+from recipes.benchmark import stats
+from recipes.benchmark import training
 
 TINY = [
     "--lengths", "16",
     "--masks", "none,padding",
-    "--width", "8",
-    "--heads", "2",
+    "--hidden_dim", "8",
+    "--num_heads", "2",
     "--tokens", "32",
     "--variants", "random",
     "--repetitions", "1",
@@ -29,14 +34,48 @@ TINY = [
 
 
 def test_cells_and_batch_sizes():
-    args = benchmark.build_parser().parse_args(
-        TINY + ["--lengths", "8,16", "--mask-lengths", "16"]
-    )
-    assert benchmark.cells(args) == [
+    args = flags.parse(TINY + ["--lengths", "8,16", "--mask-lengths", "16"])
+    assert training.cells(args) == [
         (8, 4, "none"), (16, 2, "none"), (16, 2, "padding"),
     ]
-    args = benchmark.build_parser().parse_args(TINY + ["--batch", "3"])
-    assert {c[1] for c in benchmark.cells(args)} == {3}
+    for flag in ("--batch_size", "--batch"):  # the old spelling: an alias
+        args = flags.parse(TINY + [flag, "3"])
+        assert {c[1] for c in training.cells(args)} == {3}
+
+
+@pytest.mark.parametrize("new, old, value", [
+    ("--model_dir", "--run_dir", "out"),
+    ("--num_heads", "--heads", "2"),
+    ("--hidden_dim", "--width", "8"),
+    ("--batch_size", "--batch", "3"),
+])
+def test_flag_names_follow_the_recipes_with_old_aliases(new, old, value):
+    dest = new[2:]
+    for flag in (new, old):
+        args = flags.parse([flag, value])
+        assert str(getattr(args, dest)) == value
+    assert new in flags.build_parser().format_help()
+
+
+def test_mode_defaults():
+    assert flags.parse([]).lengths == [512]
+    generate = flags.parse(["--mode", "generate"])
+    assert generate.lengths == [256, 512, 1024, 2048]
+    assert (generate.batch_size, generate.num_layers) == (8, 4)
+    context = flags.parse(["--mode", "context"])
+    assert (context.lengths, context.num_layers) == ([512], 1)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--hidden_dim", "10", "--num_heads", "4"], "--hidden_dim=10"),
+    (["--batch_size", "0"], "--batch_size"),
+    (["--mode", "generate", "--lengths", "16", "--prompt_length", "16"],
+     "--prompt_length=16"),
+    (["--memory_budget_gib", "0"], "--memory_budget_gib"),
+])
+def test_bad_values_name_the_flag(argv, message):
+    with pytest.raises(SystemExit, match=message):
+        flags.parse(argv)
 
 
 @pytest.mark.parametrize(
@@ -46,7 +85,7 @@ def test_cells_and_batch_sizes():
 )
 def test_bad_flags_are_rejected(flag, value, capsys):
     with pytest.raises(SystemExit):
-        benchmark.build_parser().parse_args([flag, value])
+        flags.build_parser().parse_args([flag, value])
     assert flag in capsys.readouterr().err
 
 
@@ -55,22 +94,22 @@ def test_forward_flops_by_hand():
     k = d // h
     projections = 2 * b * t * d * h * k
     mha = 4 * projections + 2 * (2 * b * h * t * t * k)
-    assert benchmark.forward_flops("mha", b, t, d, h) == mha
-    assert benchmark.forward_flops("vanilla", b, t, d, h) == mha
+    assert training.forward_flops("mha", b, t, d, h) == mha
+    assert training.forward_flops("vanilla", b, t, d, h) == mha
     # Random: value and output projections and the value product only.
     random = 2 * projections + 2 * b * h * t * t * k
-    assert benchmark.forward_flops("random", b, t, d, h) == random
+    assert training.forward_flops("random", b, t, d, h) == random
     dense = random + projections + 2 * b * h * t * t * k
-    assert benchmark.forward_flops("dense", b, t, d, h) == dense
+    assert training.forward_flops("dense", b, t, d, h) == dense
     mixture = dense + 2 * projections + 2 * b * h * t * t * k
-    assert benchmark.forward_flops(
+    assert training.forward_flops(
         "dense+vanilla", b, t, d, h
     ) == mixture + 2 * b * h * t * t * 2
 
 
 def test_worker_and_report(tmp_path):
-    args = benchmark.build_parser().parse_args(TINY)
-    worker = benchmark.run_worker(args)
+    args = flags.parse(TINY)
+    worker = training.run_worker(args)
     backend = keras.backend.backend()
     assert worker["backend"] == backend
     assert worker["matmul_gflops_per_s"] > 0
@@ -81,7 +120,7 @@ def test_worker_and_report(tmp_path):
     for r in rows:
         assert r["backend"] == backend
         assert r["params"] > 0
-        assert r["forward_flops"] == benchmark.forward_flops(
+        assert r["forward_flops"] == training.forward_flops(
             r["row"], r["batch"], r["length"], 8, 2
         )
         for kind in ("train", "forward"):
@@ -105,8 +144,8 @@ def test_worker_and_report(tmp_path):
             if backend == "jax":
                 assert entry["memory"]["peak_bytes"] > 0
 
-    results = {"config": benchmark.config_of(args), "backends": [worker]}
-    table = benchmark.summarize(results, str(tmp_path))
+    results = {"config": runner.config_of(args), "backends": [worker]}
+    table = runner.summarize(results, str(tmp_path))
     for name in ("results.json", "table.md", "step_time.png"):
         assert os.path.getsize(tmp_path / name) > 0
     with open(tmp_path / "results.json") as f:
@@ -128,13 +167,13 @@ def test_ratio_is_the_median_of_paired_repetitions():
     # machine between repetitions (here 10 -> 40 ms) cancels out.
     row = {"median_ms": 20.0, "times_ms": [12.0, 20.0, 40.0]}
     mha = {"median_ms": 10.0, "times_ms": [10.0, 10.0, 40.0]}
-    ratio = benchmark._paired_ratio(row, mha)
+    ratio = stats.paired_ratio(row, mha)
     assert ratio["ratio_to_mha"] == pytest.approx(1.2)
     assert ratio["ratio_p25"] == pytest.approx(1.1)
     assert ratio["ratio_p75"] == pytest.approx(1.6)
     assert ratio["ratio_of_medians"] == pytest.approx(2.0)
     # Without per-repetition times of the same count: ratio of medians.
     del row["times_ms"]
-    assert benchmark._paired_ratio(row, mha) == {
+    assert stats.paired_ratio(row, mha) == {
         "ratio_to_mha": 2.0, "ratio_of_medians": 2.0,
     }

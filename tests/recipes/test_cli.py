@@ -190,7 +190,7 @@ def test_tf_logs_is_a_runtime_flag_of_every_recipe():
     ("--mask_lengths", "--mask-lengths", "mask_lengths", [16]),
     ("--memory_batch", "--memory-batch", "memory_batch", 16),
     ("--memory_length", "--memory-length", "memory_length", 16),
-    ("--run_dir", "--run-dir", "run_dir", "16"),
+    ("--model_dir", "--run-dir", "model_dir", "16"),
 ])
 def test_benchmark_flags_use_underscores_and_keep_hyphen_aliases(
         underscore, hyphen, dest, value):

@@ -1,0 +1,29 @@
+"""Speed and memory benchmark: Synthesizers against MultiHeadAttention.
+
+`python -m recipes.benchmark` measures, per backend in a subprocess of its
+own (`runner`), one of three things (`--mode`, `flags`):
+
+- `train` (default, `training`, `training_backends`, `training_report`): a
+  compiled training step and forward pass of one attention layer per row
+  against `keras.layers.MultiHeadAttention`, paired;
+- `generate` (`generation`, `report`): tokens/s of greedy cached
+  generation against the same model with keras-hub's `TransformerDecoder`
+  blocks, and cache bytes per token;
+- `context` (`context`, `report`): the longest sequence whose training
+  step fits a memory budget (XLA's buffer assignment, JAX).
+
+Output, in `--model_dir` (default `runs/benchmark/<timestamp>`):
+`results.json`, `table.md` (also printed) and a plot (`step_time.png`,
+`tokens_per_s.png`).
+
+Examples (2 CPU cores):
+
+    python -m recipes.benchmark --lengths 512 --masks none,padding,causal
+    python -m recipes.benchmark --mode generate --lengths 256,512,1024,2048
+    python -m recipes.benchmark --mode context --backends jax
+"""
+
+from recipes.benchmark.flags import build_parser
+from recipes.benchmark.runner import main
+
+__all__ = ["build_parser", "main"]

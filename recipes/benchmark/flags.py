@@ -1,0 +1,205 @@
+"""The command line of `python -m recipes.benchmark`: one parser, three modes.
+
+Flag names follow the other recipes (`--model_dir`, `--num_heads`,
+`--hidden_dim`, `--batch_size`); the benchmark's earlier spellings
+(`--run_dir`, `--heads`, `--width`, `--batch`) stay as aliases. Flags that
+only one mode reads say so in their help.
+"""
+
+import argparse
+
+from recipes import cli
+
+VARIANTS = (
+    "random",
+    "fixed_random",
+    "factorized_random",
+    "dense",
+    "factorized_dense",
+    "random+vanilla",
+    "dense+vanilla",
+    "vanilla",
+)
+# `vanilla` is dot-product attention inside SynthesizerAttention: timed on
+# request only, MultiHeadAttention is the baseline of every run.
+DEFAULT_VARIANTS = VARIANTS[:-1]
+BASELINE = "mha"
+MASKS = ("none", "padding", "causal")
+# torch_compile: PyTorch with the training step and forward pass compiled by
+# torch.compile (--mode train only).
+BACKENDS = ("tensorflow", "jax", "torch", "torch_compile")
+MODES = ("train", "generate", "context")
+# Lengths when --lengths is not given: train: T = S; generate: total
+# lengths (prompt + generated tokens); context: the first length tried.
+DEFAULT_LENGTHS = {
+    "train": [512],
+    "generate": [256, 512, 1024, 2048],
+    "context": [512],
+}
+
+DESCRIPTION = """\
+Speed and memory of SynthesizerAttention against MultiHeadAttention.
+
+--mode train (default): a compiled training step and forward pass of one
+  attention layer per row, rows alternating in every repetition.
+--mode generate: greedy cached generation with a decoder-only model
+  (embeddings, --num_layers decoder blocks, output projection), tokens/s
+  against the same model with keras-hub's TransformerDecoder blocks.
+--mode context: the longest sequence whose training step (one block,
+  embeddings, output projection, Adam) fits --memory_budget_gib, doubling
+  the length from --lengths.
+"""
+
+
+def int_list(text):
+    try:
+        values = [int(v) for v in str(text).split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated integers, received {text!r}"
+        )
+    if not values or any(v <= 0 for v in values):
+        raise argparse.ArgumentTypeError(
+            f"expected positive integers, received {text!r}"
+        )
+    return values
+
+
+def choice_list(choices):
+    def parse(text):
+        values = [v.strip() for v in str(text).split(",") if v.strip()]
+        bad = [v for v in values if v not in choices]
+        if not values or bad:
+            raise argparse.ArgumentTypeError(
+                f"expected a comma-separated subset of {list(choices)}, "
+                f"received {text!r}" + (
+                    cli.suggestion(bad[0], choices) if bad else "")
+            )
+        return values
+
+    return parse
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="python -m recipes.benchmark",
+        description=DESCRIPTION,
+        formatter_class=cli.HelpFormatter,
+    )
+    add = parser.add_argument
+    add("--mode", choices=MODES, default="train",
+        help="what to measure (see above).")
+    add("--backends", type=choice_list(BACKENDS),
+        default=["tensorflow", "jax"],
+        help="Keras backends, run one after the other in subprocesses "
+        "(default: tensorflow,jax; torch runs eagerly; torch_compile, "
+        "--mode train only, compiles the steps with torch.compile).")
+    add("--variants", type=choice_list(VARIANTS),
+        default=list(DEFAULT_VARIANTS),
+        help="synthesizer variants (default: all but vanilla; the "
+        "reference, MultiHeadAttention or keras-hub's TransformerDecoder, "
+        "always runs).")
+    add("--lengths", type=int_list, default=None,
+        help="train: sequence lengths T = S (default 512); generate: total "
+        "lengths, prompt included (default 256,512,1024,2048); context: "
+        "the first length tried (default 512).")
+    add("--masks", type=choice_list(MASKS), default=["none"],
+        help="train: masks: none, padding (key padding, value_mask of "
+        "shape (B, S), each example keeping a random 50-100%% of its "
+        "keys), causal.")
+    add("--mask_lengths", "--mask-lengths", type=int_list, default=None,
+        help="train: lengths at which every mask of --masks is timed; other"
+        " lengths time the first mask only (default: all lengths).")
+    add("--batch_size", "--batch", dest="batch_size", type=int, default=None,
+        help="batch size; train: default --tokens // length (at least 1); "
+        "generate and context: default 8.")
+    add("--tokens", type=int, default=4096,
+        help="train: tokens per batch when --batch_size is not given (4096:"
+        " batch 8 at length 512).")
+    add("--hidden_dim", "--width", dest="hidden_dim", type=int, default=256,
+        help="model width d.")
+    add("--num_heads", "--heads", dest="num_heads", type=int, default=4,
+        help="number of heads; key_dim = hidden_dim // num_heads.")
+    add("--num_layers", type=int, default=None,
+        help="generate: decoder blocks (default 4); context: blocks "
+        "(default 1).")
+    add("--vocabulary_size", type=int, default=256,
+        help="generate and context: vocabulary (embedding and output "
+        "projection).")
+    add("--prompt_length", type=int, default=16,
+        help="generate: prompt tokens, written to the caches in one call.")
+    add("--dtype", default="float32",
+        choices=("float32", "mixed_bfloat16", "mixed_float16"),
+        help="dtype policy.")
+    add("--repetitions", type=int, default=None,
+        help="timed repetitions per row; train default: as many as fit in "
+        "--seconds per cell, between 3 and 15; generate default: 3.")
+    add("--seconds", type=float, default=20.0,
+        help="train: time budget of the timed repetitions of one (length, "
+        "mask) cell, all rows together.")
+    add("--warmup", type=int, default=2,
+        help="untimed runs per row after compilation (generate: 1 at most "
+        "is useful).")
+    add("--memory_batch", "--memory-batch", type=int, default=32,
+        help="train: batch of the peak-memory probe (0 disables it).")
+    add("--memory_length", "--memory-length", type=int, default=1024,
+        help="train: length of the peak-memory probe.")
+    add("--memory_budget_gib", type=float, default=8.0,
+        help="context: the memory budget of a training step, GiB (XLA "
+        "buffer assignment on JAX).")
+    add("--max_context", type=int, default=65536,
+        help="context: the longest length tried.")
+    add("--no_forward", "--no-forward", action="store_true",
+        help="train: time training steps only.")
+    add("--model_dir", "--run_dir", "--run-dir", dest="model_dir",
+        default=None,
+        help="output folder; without it runs/benchmark/<time>.")
+    add("--seed", type=int, default=0, help="random seed.")
+    # Internal: one backend in this process, results to --worker_out.
+    add("--worker", default=None, help=argparse.SUPPRESS)
+    add("--worker_out", "--worker-out", default=None, help=argparse.SUPPRESS)
+    return parser
+
+
+def check_args(args):
+    """Raises `SystemExit` naming the flag for values out of range; fills
+    the mode's defaults (`--lengths`, `--batch_size`, `--num_layers`)."""
+    positive = ("hidden_dim", "num_heads", "tokens", "vocabulary_size",
+                "prompt_length", "max_context")
+    for name in positive + ("warmup",):
+        value = getattr(args, name)
+        if value < (0 if name == "warmup" else 1):
+            raise SystemExit(
+                f"--{name} must be {'>= 0' if name == 'warmup' else 'positive'}"
+                f", received {value}")
+    for name in ("batch_size", "repetitions", "num_layers"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise SystemExit(f"--{name} must be positive, received {value}")
+    if args.hidden_dim % args.num_heads:
+        raise SystemExit(
+            f"--hidden_dim={args.hidden_dim} must be a multiple of "
+            f"--num_heads={args.num_heads}"
+        )
+    if args.memory_budget_gib <= 0:
+        raise SystemExit("--memory_budget_gib must be positive, received "
+                         f"{args.memory_budget_gib}")
+    if args.lengths is None:
+        args.lengths = list(DEFAULT_LENGTHS[args.mode])
+    if args.mode == "generate":
+        short = [n for n in args.lengths if n <= args.prompt_length]
+        if short:
+            raise SystemExit(
+                f"--lengths (total lengths) must exceed --prompt_length="
+                f"{args.prompt_length}, received {short}")
+    if args.mode != "train":
+        if args.batch_size is None:
+            args.batch_size = 8
+        if args.num_layers is None:
+            args.num_layers = 4 if args.mode == "generate" else 1
+    return args
+
+
+def parse(argv=None):
+    """Parses and checks a command line (`SystemExit` on bad flags)."""
+    return check_args(build_parser().parse_args(argv))

@@ -1,0 +1,297 @@
+"""The training benchmark's rows and backends: a layer, its data, and its
+compiled training step and forward pass on TensorFlow (XLA), JAX (jit) and
+PyTorch (eager, and `torch.compile` with `--torch_compile`)."""
+
+import math
+import statistics
+import time
+
+from recipes.benchmark import stats
+from recipes.benchmark.flags import BASELINE
+
+
+class Row:
+    """One timed configuration: a layer, its data and compiled functions."""
+
+    def __init__(self, name, layer, batch, length, width, mask, seed):
+        import numpy as np
+
+        self.name = name
+        self.layer = layer
+        rng = np.random.default_rng(seed)
+        self.x = rng.standard_normal((batch, length, width)).astype("float32")
+        self.y = rng.standard_normal((batch, length, width)).astype("float32")
+        self.mask_kind = mask
+        self.value_mask = None
+        if mask == "padding":
+            lengths = rng.integers(length // 2, length + 1, size=batch)
+            lengths[0] = length
+            self.value_mask = np.arange(length)[None, :] < lengths[:, None]
+        self.causal = mask == "causal"
+        self.times = {"train": [], "forward": []}
+        self.memory = {}
+
+    def call(self, x, value_mask, training=None):
+        kwargs = {}
+        if value_mask is not None:
+            kwargs["value_mask"] = value_mask
+        if self.causal:
+            kwargs["use_causal_mask"] = True
+        return self.layer(x, x, training=training, **kwargs)
+
+
+def make_layer(name, heads, width, length, dtype):
+    import keras
+
+    from keras_synth.layers import SynthesizerAttention
+
+    key_dim = width // heads
+    if name == BASELINE:
+        return keras.layers.MultiHeadAttention(
+            num_heads=heads, key_dim=key_dim, dtype=dtype, name="mha"
+        )
+    return SynthesizerAttention(
+        num_heads=heads, key_dim=key_dim, synthesizer=name, max_length=length,
+        dtype=dtype, name=name.replace("+", "_"),
+    )
+
+
+class Backend:
+    """Compiles and runs training steps and forward passes of `Row`s."""
+
+    def __init__(self, name=None):
+        import keras
+
+        # "torch_compile": PyTorch with torch.compile'd steps.
+        self.name = name or keras.backend.backend()
+
+    # Each method below is specialised by backend.
+    def prepare(self, row, forward):
+        getattr(self, f"_prepare_{self.name}")(row, forward)
+
+    def memory(self, row):
+        fn = getattr(self, f"_memory_{self.name}", None)
+        return fn(row) if fn else {}
+
+    def run(self, row, kind):
+        start = time.perf_counter()
+        row.fns[kind]()
+        return time.perf_counter() - start
+
+    def matmul_gflops(self, n=1024, repetitions=5):
+        fn = getattr(self, f"_matmul_{self.name}")(n)
+        fn()
+        fn()
+        times = []
+        for _ in range(repetitions):
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+        return 2 * n**3 / statistics.median(times) / 1e9
+
+    # ---------------------------------------------------------- tensorflow
+
+    def _prepare_tensorflow(self, row, forward):
+        import keras
+        import tensorflow as tf
+
+        layer = row.layer
+        x = tf.constant(row.x)
+        y = tf.constant(row.y)
+        mask = None if row.value_mask is None else tf.constant(row.value_mask)
+        layer(x, x)  # build
+        optimizer = keras.optimizers.Adam(1e-4)
+        optimizer.build(layer.trainable_variables)
+
+        def train(x, y, mask):
+            with tf.GradientTape() as tape:
+                out = row.call(x, mask, training=True)
+                loss = tf.reduce_mean(tf.square(tf.cast(out, "float32") - y))
+            grads = tape.gradient(loss, layer.trainable_variables)
+            optimizer.apply(grads, layer.trainable_variables)
+            return loss
+
+        def fwd(x, mask):
+            return row.call(x, mask, training=False)
+
+        train_fn = tf.function(train, jit_compile=True)
+        fwd_fn = tf.function(fwd, jit_compile=True)
+        row.fns = {"train": lambda: train_fn(x, y, mask).numpy()}
+        if forward:
+            row.fns["forward"] = lambda: fwd_fn(x, mask).numpy()
+        row._tf = (train_fn, x, y, mask)
+        row.params = int(sum(math.prod(v.shape) for v in layer.weights))
+
+    def _memory_tensorflow(self, row):
+        train_fn, x, y, mask = row._tf
+        hlo = train_fn.experimental_get_compiler_ir(x, y, mask)(
+            stage="optimized_hlo"
+        )
+        return {"largest_tensor_bytes": stats.largest_hlo_tensor(hlo)}
+
+    def _matmul_tensorflow(self, n):
+        import tensorflow as tf
+
+        a = tf.random.normal((n, n))
+        b = tf.random.normal((n, n))
+        fn = tf.function(lambda a, b: tf.matmul(a, b), jit_compile=True)
+        return lambda: fn(a, b).numpy()
+
+    # ----------------------------------------------------------------- jax
+
+    def _prepare_jax(self, row, forward):
+        import jax
+        import jax.numpy as jnp
+        import keras
+
+        layer = row.layer
+        x = jnp.asarray(row.x)
+        y = jnp.asarray(row.y)
+        mask = None if row.value_mask is None else jnp.asarray(row.value_mask)
+        layer(x, x)  # build
+        optimizer = keras.optimizers.Adam(1e-4)
+        optimizer.build(layer.trainable_variables)
+        kwargs = {}
+        if mask is not None:
+            kwargs["value_mask"] = mask
+        if row.causal:
+            kwargs["use_causal_mask"] = True
+
+        def loss_fn(tv, ntv, x, y, mask):
+            kw = dict(kwargs)
+            if mask is not None:
+                kw["value_mask"] = mask
+            out, ntv = layer.stateless_call(tv, ntv, x, x, training=True,
+                                            **kw)
+            loss = jnp.mean(jnp.square(out.astype("float32") - y))
+            return loss, ntv
+
+        grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
+
+        def train(tv, ntv, ov, x, y, mask):
+            (loss, ntv), grads = grad_fn(tv, ntv, x, y, mask)
+            tv, ov = optimizer.stateless_apply(ov, grads, tv)
+            return loss, tv, ntv, ov
+
+        def fwd(tv, ntv, x, mask):
+            kw = dict(kwargs)
+            if mask is not None:
+                kw["value_mask"] = mask
+            out, _ = layer.stateless_call(tv, ntv, x, x, training=False, **kw)
+            return out
+
+        state = {
+            "tv": [v.value for v in layer.trainable_variables],
+            "ntv": [v.value for v in layer.non_trainable_variables],
+            "ov": [v.value for v in optimizer.variables],
+        }
+        train_fn = jax.jit(train, donate_argnums=(0, 2))
+        fwd_fn = jax.jit(fwd)
+
+        def run_train():
+            loss, state["tv"], state["ntv"], state["ov"] = train_fn(
+                state["tv"], state["ntv"], state["ov"], x, y, mask
+            )
+            loss.block_until_ready()
+
+        def run_fwd():
+            fwd_fn(state["tv"], state["ntv"], x, mask).block_until_ready()
+
+        row.fns = {"train": run_train}
+        if forward:
+            row.fns["forward"] = run_fwd
+        row._jax = (train_fn, state, x, y, mask)
+        row.params = int(sum(math.prod(v.shape) for v in layer.weights))
+
+    def _memory_jax(self, row):
+        train_fn, state, x, y, mask = row._jax
+        compiled = train_fn.lower(
+            state["tv"], state["ntv"], state["ov"], x, y, mask
+        ).compile()
+        out = {"largest_tensor_bytes":
+               stats.largest_hlo_tensor(compiled.as_text())}
+        out.update(xla_memory(compiled))
+        return out
+
+    def _matmul_jax(self, n):
+        import jax
+        import jax.numpy as jnp
+
+        a = jax.random.normal(jax.random.PRNGKey(0), (n, n))
+        b = jax.random.normal(jax.random.PRNGKey(1), (n, n))
+        fn = jax.jit(jnp.matmul)
+        return lambda: fn(a, b).block_until_ready()
+
+    # --------------------------------------------------------------- torch
+
+    def _prepare_torch_compile(self, row, forward):
+        self._prepare_torch(row, forward, compile=True)
+
+    def _prepare_torch(self, row, forward, compile=False):
+        import keras
+        import torch
+
+        layer = row.layer
+        x = torch.as_tensor(row.x)
+        y = torch.as_tensor(row.y)
+        mask = (None if row.value_mask is None
+                else torch.as_tensor(row.value_mask))
+        layer(x, x)  # build
+        optimizer = keras.optimizers.Adam(1e-4)
+        optimizer.build(layer.trainable_variables)
+        variables = layer.trainable_variables
+
+        def train_loss(x, y, mask):
+            out = row.call(x, mask, training=True)
+            return torch.mean(torch.square(out.float() - y))
+
+        def forward_pass(x, mask):
+            return row.call(x, mask, training=False)
+
+        if compile:
+            train_loss = torch.compile(train_loss)
+            forward_pass = torch.compile(forward_pass)
+
+        def run_train():
+            loss = train_loss(x, y, mask)
+            for v in variables:
+                v.value.grad = None
+            loss.backward()
+            grads = [v.value.grad for v in variables]
+            with torch.no_grad():
+                optimizer.apply(grads, variables)
+
+        def run_fwd():
+            with torch.no_grad():
+                forward_pass(x, mask)
+
+        row.fns = {"train": run_train}
+        if forward:
+            row.fns["forward"] = run_fwd
+        row.params = int(sum(math.prod(v.shape) for v in layer.weights))
+
+    def _matmul_torch_compile(self, n):
+        return self._matmul_torch(n)
+
+    def _matmul_torch(self, n):
+        import torch
+
+        a = torch.randn(n, n)
+        b = torch.randn(n, n)
+        return lambda: torch.matmul(a, b)
+
+
+def xla_memory(compiled):
+    """`peak_bytes` (arguments + outputs + temporaries, less aliased
+    buffers) and `temp_bytes` of a compiled JAX function, from XLA's buffer
+    assignment; `{}` where the backend gives no analysis."""
+    analysis = compiled.memory_analysis()
+    if analysis is None:
+        return {}
+    return {
+        "peak_bytes": int(
+            analysis.argument_size_in_bytes + analysis.output_size_in_bytes
+            + analysis.temp_size_in_bytes - analysis.alias_size_in_bytes
+        ),
+        "temp_bytes": int(analysis.temp_size_in_bytes),
+    }
