@@ -103,9 +103,9 @@ class Cluster:
 
     def wait(self, timeout):
         """Waits until every worker has exited or `timeout` seconds have
-        passed since the start (then kills the rest); returns the exit
+        passed since this call (then kills the rest); returns the exit
         codes by index (`-9` for a killed process)."""
-        deadline = self.started + timeout
+        deadline = time.time() + timeout
         for process in self.processes.values():
             try:
                 process.wait(timeout=max(0.0, deadline - time.time()))
