@@ -1,15 +1,19 @@
 """What every recipe shares, one concern a module.
 
 - `flags`: the shared command-line flags and their validators.
-- `runtime`: the TensorFlow backend requirement, tf.distribute strategies,
-  precision, the chief process, and the entry point `run_main`.
+- `runtime`: the TensorFlow backend requirement, tf.distribute strategies
+  (created first; multi-worker clusters from `TF_CONFIG`, bounded in
+  time), precision, the chief process, what the chief prepares for the
+  other workers (`chief_first`), and the entry point `run_main`.
 - `data_files`: `DataError` and data-file checks.
 - `vocabulary`: WordPiece vocabularies (learned, read, saved).
 - `run_directory`: `RunDirectory`, atomic writes, JSON files and the
   recovery of what a killed run left behind.
-- `training`: schedule, moving average, epoch checkpoint, resumable epoch
-  streams, steps timer, time budget, and the callbacks `Model.fit` gets
+- `training`: schedule, moving average, resumable epoch streams, steps
+  timer, time budget, and the callbacks `Model.fit` gets
   (`assemble_callbacks`).
+- `callbacks`: Keras' BackupAndRestore (atomic, chief-only), CSVLogger
+  history and TensorBoard, as every recipe trains with them.
 - `experiment`: the fit-evaluate-export skeleton of every recipe's `run()`
   (`train_and_evaluate`).
 

@@ -3,9 +3,9 @@
 A recipe prepares its data, then hands `train_and_evaluate` its own pieces:
 how to build and compile the model, the training dataset, how to evaluate
 and how to export. The skeleton builds the model under the strategy's
-scope, restores the last checkpoint, trains with the shared callbacks
-(`training.assemble_callbacks`), evaluates, exports on the chief, and
-writes `results.json` atomically.
+scope, trains with the shared callbacks (`training.assemble_callbacks`:
+Keras' BackupAndRestore resumes an interrupted run), evaluates on every
+worker, exports on the chief, and writes `results.json` atomically.
 """
 
 import contextlib
@@ -19,23 +19,27 @@ from recipes.core import training
 def open_run(args, validate, load, runtime_flags=run_directory.RUNTIME_FLAGS,
              log=print):
     """How every recipe's `run()` starts: requires the TensorFlow backend,
-    checks `args` (`validate(args)`, which may canonicalise them), reads the
-    data (`load(checked)`, with what `validate` returned, before anything
-    is written), then opens the run directory `--model_dir` for this
+    checks `args` (`validate(args)`, which may canonicalise them), creates
+    the strategy (`runtime.setup`: first, before TensorFlow runs any op,
+    as multi-worker and TPU strategies need), reads the data
+    (`load(checked)`, with what `validate` returned, before anything is
+    written), then opens the run directory `--model_dir` for this
     configuration (refusing one that holds another; `runtime_flags` may
     differ).
 
     Returns:
-        `(data, run_dir)`: what `load` returned and the `RunDirectory`.
+        `(data, run_dir, strategy)`: what `load` returned, the
+        `RunDirectory` and the `tf.distribute.Strategy`.
     """
     runtime.require_tensorflow_backend()
     checked = validate(args)
     config = dict(vars(args))
+    strategy = runtime.setup(args, log)
     data = load(checked)
     run_dir = run_directory.RunDirectory(args.model_dir, config,
                                          runtime_flags=runtime_flags)
     log(f"Run directory: {run_dir.root}")
-    return data, run_dir
+    return data, run_dir, strategy
 
 
 def train_and_evaluate(args, run_dir, strategy, build, train_data,
@@ -47,18 +51,22 @@ def train_and_evaluate(args, run_dir, strategy, build, train_data,
     Args:
         args: the parsed arguments (`epochs`, `verbose`, `tensorboard`,
             `export`, and `time_budget_minutes` where the recipe has it).
-        run_dir: the `RunDirectory` (checkpoints, history, results).
+        run_dir: the `RunDirectory` (backup, history, results).
         strategy: the `tf.distribute.Strategy` to build the model under.
         build: `() -> model`, builds and compiles the model (called under
             `strategy.scope()`).
-        train_data: the training dataset for `Model.fit` (all epochs).
+        train_data: the training dataset for `Model.fit`: the epochs from
+            `run_dir.resume()` on (after the recipe's `runtime.chief_first`,
+            in a multi-worker run).
         steps_per_epoch: int, batches per epoch.
         evaluate: `(model, run) -> dict`, the task's results (metrics,
-            samples, ...); called once training is done, with `run` the
-            run's own entries of the results (`steps_per_second`,
+            samples, ...); called on every worker once training is done
+            (a multi-worker `predict` gathers over the workers), with `run`
+            the run's own entries of the results (`steps_per_second`,
             `history`, ...).
         export: `(model) -> dict` or None, exports on the chief (SavedModel,
-            preset, plots) and returns what `results.json` records of it.
+            preset, plots; no `predict`, which would wait for the other
+            workers) and returns what `results.json` records of it.
         describe: `(parameters) -> str` or None, the log line about the
             model (given its number of trainable parameters).
         extra_callbacks: the recipe's own callbacks (e.g. per-epoch
@@ -79,13 +87,15 @@ def train_and_evaluate(args, run_dir, strategy, build, train_data,
     wall_start = time.time() if wall_start is None else wall_start
     with strategy.scope():
         model = build()
-        initial_epoch = run_dir.restore(model)
+    # Where the backup is (the recipe's `train_data` starts there too);
+    # Keras' BackupAndRestore loads it when `fit` starts.
+    initial_epoch = run_dir.resume()
     parameters = training.count_params(model)
     if describe is not None:
         log(describe(parameters))
     if initial_epoch:
         log(f"Resuming after epoch {initial_epoch} from "
-            f"{run_dir.checkpoint_path(initial_epoch)}.")
+            f"{run_dir.backup_dir}.")
 
     callbacks, timer, budget = training.assemble_callbacks(
         run_dir, tensorboard=args.tensorboard,
@@ -103,6 +113,7 @@ def train_and_evaluate(args, run_dir, strategy, build, train_data,
                       shuffle=False,  # shuffled per epoch (seeded) by tf.data
                       **(fit_options or {}))
     else:
+        run_dir.restore(model)
         training.finalize_weights(model)
     train_time = time.time() - train_start
     history = run_dir.history()

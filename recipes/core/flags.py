@@ -3,6 +3,7 @@
 Pure Python: building a parser imports neither Keras nor TensorFlow.
 """
 
+from recipes.core.runtime import DEFAULT_CLUSTER_TIMEOUT
 from recipes.core.runtime import PRECISIONS
 from recipes.core.runtime import STRATEGIES
 
@@ -54,6 +55,11 @@ def add_common_flags(parser, default_batch_size=32, default_epochs=3,
                        "MirroredStrategy (all local GPUs, else all logical "
                        "CPUs), MultiWorkerMirroredStrategy (from TF_CONFIG) "
                        "or TPUStrategy (--tpu).")
+    group.add_argument("--cluster_timeout", type=float,
+                       default=DEFAULT_CLUSTER_TIMEOUT,
+                       help="With --strategy=multi_worker: seconds to wait "
+                       "for every worker of TF_CONFIG to come up before "
+                       "stopping with an error.")
     group.add_argument("--tpu", default=None,
                        help="TPU name or grpc:// address for --strategy=tpu "
                        "('local' for a TPU VM).")

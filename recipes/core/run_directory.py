@@ -11,7 +11,8 @@ from recipes.core.runtime import is_chief
 # with different values (e.g. resume a run on another machine).
 RUNTIME_FLAGS = frozenset(
     {"model_dir", "strategy", "tpu", "verbose", "tensorboard", "export",
-     "jit_compile", "data_dir", "vocab_file", "tfds_data_dir", "tf_logs"}
+     "jit_compile", "data_dir", "vocab_file", "tfds_data_dir", "tf_logs",
+     "cluster_timeout"}
 )
 
 
@@ -134,20 +135,25 @@ def read_json(path):
 
 
 class RunDirectory:
-    """A run directory: configuration, checkpoints, logs and results.
+    """A run directory: configuration, backup, history, logs and results.
 
     Layout:
         args.json            the run's arguments (checked on resume)
         vocab.txt            the vocabulary
-        checkpoints/         `epoch-NNN.weights.h5` (model and optimizer)
-                             and `state.json` (the last finished epoch)
-        history.jsonl        one line of metrics per finished epoch
+        backup/              `keras.callbacks.BackupAndRestore`'s backup
+                             of the last finished epoch (model, optimizer)
+        history.csv          one row of metrics per finished epoch
+                             (`keras.callbacks.CSVLogger`)
         logs/                TensorBoard
         results.json         the final results
 
     A run directory belongs to one configuration: starting it again with
     different arguments (other than `RUNTIME_FLAGS`) raises a ValueError
     naming the differences, instead of mixing two runs.
+
+    In a multi-worker run only the chief writes it (and repairs what a
+    killed run left); the other workers read the chief's files (the
+    vocabulary, the backup), so every worker must see the same folder.
 
     Args:
         path: the directory (created).
@@ -160,19 +166,15 @@ class RunDirectory:
         self.config = dict(config)
         self.runtime_flags = frozenset(runtime_flags)
         self.is_chief = is_chief()
-        if not self.is_chief:
-            # Other workers write to a scratch folder of their own.
-            task = json.loads(os.environ["TF_CONFIG"])["task"]
-            self.root = os.path.join(
-                self.root, "workers", f"{task['type']}-{task['index']}"
-            )
-        os.makedirs(self.root, exist_ok=True)
-        self.checkpoint_dir = self.path("checkpoints")
+        self.backup_dir = self.path("backup")
+        self.history_path = self.path("history.csv")
         self.log_dir = self.path("logs")
+        if not self.is_chief:
+            return
+        os.makedirs(self.root, exist_ok=True)
         self._check_config()
         # What a killed run was writing when it died is never loaded.
         remove_temporary_files(self.root)
-        remove_temporary_files(self.checkpoint_dir)
 
     def path(self, *names):
         return os.path.join(self.root, *names)
@@ -200,69 +202,38 @@ class RunDirectory:
         else:
             write_json(saved_path, self.config)
 
-    # ---------------------------------------------------------- checkpoints
+    # ------------------------------------------------------ backup, history
 
-    def last_epoch(self):
-        """The number of finished epochs saved in `checkpoints/`, or 0."""
-        state = os.path.join(self.checkpoint_dir, "state.json")
-        if not os.path.isfile(state):
-            return 0
-        return int(read_json(state)["epoch"])
+    def resume(self):
+        """The number of epochs the backup holds (0 without one): where
+        training continues. On the chief, the history keeps one row per
+        one of those epochs (a killed run may have logged one more)."""
+        from recipes.core import callbacks
 
-    def checkpoint_path(self, epoch):
-        return os.path.join(self.checkpoint_dir, f"epoch-{epoch:03d}.weights.h5")
+        epoch = callbacks.backup_epoch(self.backup_dir)
+        if self.is_chief:
+            callbacks.truncate_history(self.history_path, epoch)
+        return epoch
+
+    def callbacks(self, tensorboard=True):
+        """The Keras callbacks of the run (`recipes.core.callbacks`): the
+        history, TensorBoard and the backup."""
+        from recipes.core import callbacks
+
+        return callbacks.run_callbacks(self, tensorboard=tensorboard)
 
     def restore(self, model):
-        """Loads the last checkpoint (weights and optimizer state) into
-        `model` (compiled, built); returns the epoch to continue from."""
-        epoch = self.last_epoch()
-        self._truncate_history(epoch)
-        if epoch:
-            if model.optimizer is not None and not model.optimizer.built:
-                model.optimizer.build(model.trainable_variables)
-            model.load_weights(self.checkpoint_path(epoch))
-        return epoch
+        """Loads the backup into `model` (compiled, built) without
+        training, for a run whose epochs are all done; returns its epoch."""
+        from recipes.core import callbacks
+
+        return callbacks.restore(model, self.backup_dir)
 
     def history(self):
         """The per-epoch metrics of finished epochs (survives resumes)."""
-        path = self.path("history.jsonl")
-        if not os.path.isfile(path):
-            return []
-        with open(path, encoding="utf-8") as f:
-            return [json.loads(line) for line in f if line.strip()]
+        from recipes.core import callbacks
 
-    def _truncate_history(self, epoch):
-        """Keeps one line per epoch up to `epoch` (the last checkpoint) in
-        `history.jsonl`: a run killed after writing an epoch's line but
-        before its checkpoint repeats that epoch, and its line must not
-        appear twice. A half-written last line is dropped too."""
-        path = self.path("history.jsonl")
-        if not os.path.isfile(path):
-            return
-        records = {}
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                try:
-                    record = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(record, dict) and 1 <= record.get(
-                        "epoch", 0) <= epoch:
-                    records[record["epoch"]] = record
-        lines = [json.dumps(records[k]) + "\n" for k in sorted(records)]
-
-        def write(tmp):
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.writelines(lines)
-
-        atomic_write(path, write)
-
-    def callbacks(self, tensorboard=True):
-        """Keras callbacks: an epoch checkpoint and TensorBoard
-        (`recipes.core.training.run_callbacks`)."""
-        from recipes.core import training
-
-        return training.run_callbacks(self, tensorboard=tensorboard)
+        return callbacks.read_history(self.history_path)
 
     def write_results(self, results):
         path = self.path("results.json")

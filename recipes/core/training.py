@@ -1,13 +1,8 @@
 """The training loop's parts: learning-rate schedule, moving average of
-the weights, the per-epoch checkpoint, resumable epoch streams, the steps
-timer and the time budget."""
+the weights, resumable epoch streams, the steps timer and the time budget
+(the callbacks that save and resume are in `recipes.core.callbacks`)."""
 
-import json
-import os
 import time
-
-from recipes.core.run_directory import atomic_write
-from recipes.core.run_directory import write_json
 
 
 def learning_rate_schedule(peak, total_steps, warmup_fraction=0.1):
@@ -47,67 +42,21 @@ def count_params(model):
                    else int(v.size) for v in model.trainable_weights))
 
 
-def _make_epoch_checkpoint_class():
-    import keras
-
-    class EpochCheckpoint(keras.callbacks.Callback):
-        """Saves model + optimizer state and the epoch's logs every epoch."""
-
-        def __init__(self, run_dir):
-            super().__init__()
-            self.run_dir = run_dir
-
-        def on_epoch_end(self, epoch, logs=None):
-            run_dir = self.run_dir
-            os.makedirs(run_dir.checkpoint_dir, exist_ok=True)
-            # Written at a temporary name, then renamed: a kill while
-            # writing never leaves a half-written checkpoint; state.json
-            # (written last, atomically) names the last complete one.
-            atomic_write(run_dir.checkpoint_path(epoch + 1),
-                         self.model.save_weights)
-            record = {"epoch": epoch + 1}
-            record.update({k: float(v) for k, v in (logs or {}).items()})
-            with open(run_dir.path("history.jsonl"), "a",
-                      encoding="utf-8") as f:
-                f.write(json.dumps(record) + "\n")
-            write_json(os.path.join(run_dir.checkpoint_dir, "state.json"),
-                       {"epoch": epoch + 1})
-
-    return EpochCheckpoint
-
-
-def epoch_checkpoint(run_dir):
-    """A callback saving model + optimizer state every epoch in `run_dir`
-    (`checkpoints/`), the epoch's logs (`history.jsonl`) and the last
-    finished epoch (`checkpoints/state.json`)."""
-    return _make_epoch_checkpoint_class()(run_dir)
-
-
-def run_callbacks(run_dir, tensorboard=True):
-    """The callbacks that keep a run in `run_dir`: the epoch checkpoint
-    and, unless `tensorboard` is False, TensorBoard logs in
-    `run_dir.log_dir`."""
-    import keras
-
-    callbacks = [epoch_checkpoint(run_dir)]
-    if tensorboard:
-        callbacks.append(keras.callbacks.TensorBoard(run_dir.log_dir))
-    return callbacks
-
-
 def assemble_callbacks(run_dir, tensorboard=True, time_budget_minutes=None,
                        extra=()):
     """Every callback a recipe's `Model.fit` gets, in order: the steps
     timer (it adds `steps_per_second` to the epoch's logs), the recipe's
     `extra` callbacks (e.g. per-epoch evaluation, adding their metrics),
-    then `run_callbacks` (which record the logs), then the time budget.
+    then the run directory's (`recipes.core.callbacks.run_callbacks`:
+    history, TensorBoard, backup, which record the logs), then the time
+    budget.
 
     Returns:
         `(callbacks, timer, budget)`; `budget` is None without
         `time_budget_minutes`.
     """
     timer = make_steps_timer()
-    callbacks = [timer, *extra, *run_callbacks(run_dir, tensorboard)]
+    callbacks = [timer, *extra, *run_dir.callbacks(tensorboard)]
     budget = None
     if time_budget_minutes:
         budget = make_time_budget_callback(time_budget_minutes)

@@ -141,11 +141,13 @@ def plot_attention(path, scores, tokens, title="", caption=""):
     return path
 
 
-def export_run(run_dir, model, probe, preprocessor, task, evals, tests,
-               args, log=print):
+def export_run(run_dir, model, probe, preprocessor, task, evals,
+               test_predictions, args, log=print):
     """What the chief writes once the model is trained: test-set
-    submissions, the attention maps of the first evaluation example, the
-    SavedModel (with `--export`) and the keras-hub preset.
+    submissions (`test_predictions`: split -> `(data, predictions)`, made
+    by every worker: a multi-worker `predict` gathers over the workers),
+    the attention maps of the first evaluation example, the SavedModel
+    (with `--export`) and the keras-hub preset.
 
     Returns:
         The entries of `results.json` that name them.
@@ -153,14 +155,8 @@ def export_run(run_dir, model, probe, preprocessor, task, evals, tests,
     from recipes.glue import model as model_lib
     from recipes.glue import tsv
 
-    trim = not (args.pad_to_max_length or args.strategy == "tpu")
     submissions = {}
-    for split, data in tests.items():
-        dataset = model_lib.make_dataset(
-            data, preprocessor, args.batch_size, task, labeled=False,
-            trim=trim)
-        predictions = model_lib.predictions_from_outputs(
-            task, model.predict(dataset, verbose=0))
+    for split, (data, predictions) in test_predictions.items():
         path = run_dir.path("submission", task.test_splits[split][2])
         tsv.write_submission(path, task, data.ids, predictions)
         submissions[split] = path

@@ -127,7 +127,8 @@ def run(args, log=print):
     wall_start = time.time()
     from recipes.glue import loading
 
-    (task, train, evals, tests), run_dir = experiment.open_run(
+    # The strategy first, before TensorFlow runs any op (multi-worker, TPU).
+    (task, train, evals, tests), run_dir, strategy = experiment.open_run(
         args, validate_args, lambda task: (task, *loading.load_task_data(
             task, args.data_dir, args.tfds_data_dir)), log=log)
     train = loading.subsample(train, args.max_train_examples)
@@ -144,22 +145,25 @@ def run(args, log=print):
     from recipes.glue import export as export_lib
     from recipes.glue import model as model_lib
 
-    strategy = runtime.setup(args, log)
-    vocab = vocabulary.prepare_vocabulary(
-        run_dir,
-        lambda: [text for example in train.texts for text in example],
-        vocab_file=args.vocab_file,
-        vocab_size=args.vocab_size,
-        lowercase=args.lowercase,
-        log=log,
-    )
+    def prepare():  # the chief's vocabulary and backup, for every worker
+        vocab = vocabulary.prepare_vocabulary(
+            run_dir,
+            lambda: [text for example in train.texts for text in example],
+            vocab_file=args.vocab_file,
+            vocab_size=args.vocab_size,
+            lowercase=args.lowercase,
+            log=log,
+        )
+        return vocab, run_dir.resume()
+
+    vocab, initial_epoch = runtime.chief_first(strategy, prepare)
     preprocessor = model_lib.make_preprocessor(vocab, args.max_length,
                                                args.lowercase)
     trim = not (args.pad_to_max_length or args.strategy == "tpu")
     train_ds = model_lib.make_dataset(
         train, preprocessor, args.batch_size, task, shuffle=True,
         seed=args.seed, drop_remainder=True, trim=trim,
-        epochs=args.epochs, initial_epoch=run_dir.last_epoch(),
+        epochs=args.epochs, initial_epoch=initial_epoch,
         token_dropout=args.token_dropout,
     )
     eval_data = {
@@ -214,13 +218,22 @@ def run(args, log=print):
             for split, values in results_metrics.items()
         )
         log(f"Evaluation: {summary}")
+        for split, data in tests.items():  # on every worker (see export)
+            dataset = model_lib.make_dataset(
+                data, preprocessor, args.batch_size, task, labeled=False,
+                trim=trim)
+            test_predictions[split] = (
+                data, model_lib.predictions_from_outputs(
+                    task, model.predict(dataset, verbose=0)))
         return {"task": task.name, "synthesizer": args.synthesizer,
                 "main_metric": task.main_metric, "metrics": results_metrics}
 
+    test_predictions = {}
+
     def export(model):
         return export_lib.export_run(
-            run_dir, model, built["probe"], preprocessor, task, evals, tests,
-            args, log)
+            run_dir, model, built["probe"], preprocessor, task, evals,
+            test_predictions, args, log)
 
     return experiment.train_and_evaluate(
         args, run_dir, strategy, build, train_ds, steps_per_epoch, evaluate,

@@ -183,7 +183,8 @@ def load_corpus(args):
 def run(args, log=print):
     """Runs the recipe for parsed `args`; returns the results dict."""
     wall_start = time.time()
-    corpus, run_dir = experiment.open_run(
+    # The strategy first, before TensorFlow runs any op (multi-worker, TPU).
+    corpus, run_dir, strategy = experiment.open_run(
         args, validate_args, lambda _: load_corpus(args), RUNTIME_FLAGS, log)
     log(f"Data ({args.dataset}): " + ", ".join(
         f"{split} {len(text):,} characters" for split, text in corpus.items()))
@@ -193,9 +194,13 @@ def run(args, log=print):
     from recipes.lm import model as model_lib
     from recipes.lm import tokenizers
 
-    strategy = runtime.setup(args, log)
-    tokenizer = tokenizers.prepare_tokenizer(run_dir, args, corpus["train"],
-                                             log)
+    def prepare():  # the chief's vocabulary and backup, for every worker
+        return (tokenizers.prepare_tokenizer(run_dir, args, corpus["train"],
+                                             log), run_dir.resume())
+
+    tokenizer, initial_epoch = runtime.chief_first(
+        strategy, prepare, fingerprint=lambda prepared: repr(
+            (tokenizers.vocabulary_of(prepared[0]), prepared[1])))
     stream = args.cut == "stream"
     encoded = evaluation.encode_splits(tokenizer, corpus, args)
     train = encoded["train"]
@@ -214,8 +219,8 @@ def run(args, log=print):
             f"{windows_per_epoch} training windows of --sequence_length="
             f"{args.sequence_length} tokens.")
     train_ds = model_lib.train_dataset(
-        train_rows, args.batch_size, args.seed, args.epochs,
-        run_dir.last_epoch(), steps_per_epoch,
+        train_rows, args.batch_size, args.seed, args.epochs, initial_epoch,
+        steps_per_epoch,
         stream_length=args.sequence_length + 1 if stream else None)
     valid_ds = None
     if "valid" in encoded:

@@ -225,7 +225,8 @@ def score(hypotheses, references):
 def run(args, log=print):
     """Runs the recipe for parsed `args`; returns the results dict."""
     wall_start = time.time()
-    corpus, run_dir = experiment.open_run(
+    # The strategy first, before TensorFlow runs any op (multi-worker, TPU).
+    corpus, run_dir, strategy = experiment.open_run(
         args, validate_args, lambda _: load_corpus(args), RUNTIME_FLAGS, log)
     corpus["train"] = corpus["train"].head(args.max_train_examples)
     log(f"Data ({args.dataset}, {args.src}->{args.tgt}): " + ", ".join(
@@ -234,22 +235,27 @@ def run(args, log=print):
     from recipes.translate import export as export_lib
     from recipes.translate import modeling
 
-    strategy = runtime.setup(args, log)
     train = corpus["train"]
-    if args.vocab == "shared":
-        src_vocab = tgt_vocab = vocabulary.prepare_vocabulary(
-            run_dir, lambda: train.src + train.tgt,
-            vocab_file=args.vocab_file, vocab_size=args.vocab_size,
-            lowercase=args.lowercase, log=log)
-    else:
-        src_vocab = vocabulary.prepare_vocabulary(
-            run_dir, lambda: train.src, vocab_file=args.vocab_file,
-            vocab_size=args.vocab_size, lowercase=args.lowercase, log=log,
-            filename=f"vocab.{args.src}.txt")
-        tgt_vocab = vocabulary.prepare_vocabulary(
-            run_dir, lambda: train.tgt, vocab_file=args.tgt_vocab_file,
-            vocab_size=args.vocab_size, lowercase=args.lowercase, log=log,
-            filename=f"vocab.{args.tgt}.txt")
+
+    def prepare():  # the chief's vocabularies and backup, for every worker
+        if args.vocab == "shared":
+            src_vocab = tgt_vocab = vocabulary.prepare_vocabulary(
+                run_dir, lambda: train.src + train.tgt,
+                vocab_file=args.vocab_file, vocab_size=args.vocab_size,
+                lowercase=args.lowercase, log=log)
+        else:
+            src_vocab = vocabulary.prepare_vocabulary(
+                run_dir, lambda: train.src, vocab_file=args.vocab_file,
+                vocab_size=args.vocab_size, lowercase=args.lowercase,
+                log=log, filename=f"vocab.{args.src}.txt")
+            tgt_vocab = vocabulary.prepare_vocabulary(
+                run_dir, lambda: train.tgt, vocab_file=args.tgt_vocab_file,
+                vocab_size=args.vocab_size, lowercase=args.lowercase,
+                log=log, filename=f"vocab.{args.tgt}.txt")
+        return src_vocab, tgt_vocab, run_dir.resume()
+
+    src_vocab, tgt_vocab, initial_epoch = runtime.chief_first(
+        strategy, prepare)
     preprocessor = modeling.make_preprocessor(
         src_vocab, tgt_vocab, args.max_length, args.lowercase)
     encoded = modeling.encode_corpus(preprocessor, train)
@@ -265,7 +271,7 @@ def run(args, log=print):
     train_ds = modeling.make_dataset(
         encoded, args.batch_size, shuffle=True, seed=args.seed,
         drop_remainder=True, static_shapes=static, epochs=args.epochs,
-        initial_epoch=run_dir.last_epoch())
+        initial_epoch=initial_epoch)
     valid_ds = None
     if "valid" in corpus:
         valid_encoded = modeling.encode_corpus(preprocessor, corpus["valid"])

@@ -1,4 +1,4 @@
-"""Training under faults: SIGKILL mid-epoch, atomic checkpoints and exports.
+"""Training under faults: SIGKILL mid-epoch, atomic backups and exports.
 
 The atomic writer and the history repair are pure Python and run on every
 backend; the tests that train or save Keras weights need the recipes'
@@ -16,6 +16,7 @@ import keras
 import numpy as np
 import pytest
 
+from recipes.core import callbacks as callbacks_lib
 from recipes.core import run_directory
 from recipes.core import training
 
@@ -82,20 +83,19 @@ def test_atomic_write_of_a_folder_replaces_it_whole(tmp_path):
 
 def test_restart_removes_what_a_killed_write_left(tmp_path):
     run_dir = run_directory.RunDirectory(str(tmp_path), {"a": 1})
-    os.makedirs(run_dir.checkpoint_dir)
     # What SIGKILL leaves (no `except` runs): temporaries of another pid.
-    leftovers = [
-        os.path.join(run_dir.checkpoint_dir, ".tmp-99-epoch-002.weights.h5"),
-        os.path.join(run_dir.root, ".tmp-99-results.json"),
-    ]
+    leftovers = [run_dir.path(".tmp-99-results.json"),
+                 run_dir.path(".tmp-99-history.csv")]
     for leftover in leftovers:
         with open(leftover, "w") as f:
             f.write("half")
-    os.makedirs(os.path.join(run_dir.root, ".tmp-99-export", "variables"))
+    os.makedirs(run_dir.path(".tmp-99-backup"))
+    with open(run_dir.path(".tmp-99-backup", "latest.weights.h5"), "w") as f:
+        f.write("half")
     run_directory.RunDirectory(str(tmp_path), {"a": 1})
-    assert sorted(os.listdir(tmp_path)) == ["args.json", "checkpoints"]
-    assert os.listdir(run_dir.checkpoint_dir) == []
-    assert run_directory.temporary_path(leftovers[0]).endswith(".weights.h5")
+    assert sorted(os.listdir(tmp_path)) == ["args.json"]
+    assert run_directory.temporary_path(
+        run_dir.path("model.weights.h5")).endswith(".weights.h5")
 
 
 # Writes `path` as a folder holding `saved_model.pb` = `content` with
@@ -187,21 +187,28 @@ def test_a_failed_second_rename_puts_the_previous_folder_back(tmp_path,
     assert os.listdir(path) == ["one"]
 
 
-def test_history_keeps_one_line_per_checkpointed_epoch(tmp_path):
-    # Killed after writing epoch 2's line (twice over two earlier kills)
-    # and half of epoch 3's line, with epoch 1 the last checkpoint.
+def test_history_keeps_one_row_per_backed_up_epoch(tmp_path):
+    # CSVLogger's rows (epochs from 0): killed after logging epoch 2 (twice
+    # over two earlier kills) and half of epoch 3, with epoch 1 the last
+    # backup.
     run_dir = run_directory.RunDirectory(str(tmp_path), {"a": 1})
-    os.makedirs(run_dir.checkpoint_dir)
-    run_directory.write_json(
-        os.path.join(run_dir.checkpoint_dir, "state.json"), {"epoch": 1})
-    with open(run_dir.path("history.jsonl"), "w") as f:
-        f.write('{"epoch": 1, "loss": 0.5}\n{"epoch": 2, "loss": 0.4}\n'
-                '{"epoch": 2, "loss": 0.4}\n{"epoch": 3, "lo')
-    run_dir._truncate_history(run_dir.last_epoch())
+    os.makedirs(run_dir.backup_dir)
+    with open(os.path.join(run_dir.backup_dir, "training_metadata.json"),
+              "w") as f:
+        json.dump({"epoch": 1, "batch": 0}, f)
+    with open(run_dir.history_path, "w") as f:
+        f.write("epoch,loss\n0,0.5\n1,0.4\n1,0.4\n2,0.")
+    assert run_dir.resume() == 1
+    assert run_dir.history() == [{"epoch": 1, "loss": 0.5}]
+    with open(run_dir.history_path) as f:
+        assert f.read().splitlines() == ["epoch,loss", "0,0.5"]
+    # A half-written row is left out when reading, too.
+    with open(run_dir.history_path, "a") as f:
+        f.write("1,0.")
     assert run_dir.history() == [{"epoch": 1, "loss": 0.5}]
 
 
-# -------------------------------------------------------- Keras checkpoints
+# ------------------------------------------------------------ Keras backup
 
 
 def _tiny_model(seed):
@@ -213,15 +220,18 @@ def _tiny_model(seed):
 
 
 @tensorflow_only
-def test_kill_while_checkpointing_restarts_from_last_complete(tmp_path):
+def test_kill_while_backing_up_restarts_from_last_complete(tmp_path):
     run_dir = run_directory.RunDirectory(str(tmp_path), {"a": 1})
     model = _tiny_model(0)
-    checkpoint = run_dir.callbacks(tensorboard=False)[0]
-    checkpoint.set_model(model)
-    checkpoint.on_epoch_end(0, {"loss": 1.0})
+    backup = run_dir.callbacks(tensorboard=False)[-1]
+    assert isinstance(backup, keras.callbacks.BackupAndRestore)
+    backup.set_model(model)
+    backup.on_epoch_end(0, {"loss": 1.0})
     saved = [w.copy() for w in model.get_weights()]
+    assert len(saved) == 2 and callbacks_lib.backup_epoch(
+        run_dir.backup_dir) == 1
 
-    # Epoch 2's checkpoint dies half-written.
+    # Epoch 2's backup dies half-written.
     model.fit(np.ones((4, 3)), np.zeros((4, 2)), verbose=0, epochs=1)
     save_weights = model.save_weights
 
@@ -233,18 +243,34 @@ def test_kill_while_checkpointing_restarts_from_last_complete(tmp_path):
 
     model.save_weights = dies_while_writing
     with pytest.raises(Killed):
-        checkpoint.on_epoch_end(1, {"loss": 0.5})
-    assert not os.path.exists(run_dir.checkpoint_path(2))
-    assert sorted(os.listdir(run_dir.checkpoint_dir)) == [
-        "epoch-001.weights.h5", "state.json"]
+        backup.on_epoch_end(1, {"loss": 0.5})
+    assert sorted(os.listdir(tmp_path)) == ["args.json", "backup"]
+    assert sorted(os.listdir(run_dir.backup_dir)) == [
+        "latest.weights.h5", "training_metadata.json"]
 
-    # A restart loads epoch 1 and drops epoch 2's history line.
+    # A restart loads epoch 1 (weights and optimizer state), as Keras'
+    # BackupAndRestore does at the start of `fit`.
     restarted = run_directory.RunDirectory(str(tmp_path), {"a": 1})
+    assert restarted.resume() == 1
     fresh = _tiny_model(1)
     assert restarted.restore(fresh) == 1
     for a, b in zip(fresh.get_weights(), saved):
         np.testing.assert_array_equal(a, b)
-    assert [h["epoch"] for h in restarted.history()] == [1]
+    assert int(fresh.optimizer.iterations.numpy()) == 1
+    resumed = fresh.fit(np.ones((4, 3)), np.zeros((4, 2)), verbose=0,
+                        epochs=3, callbacks=restarted.callbacks(
+                            tensorboard=False))
+    assert len(resumed.history["loss"]) == 2  # epochs 2 and 3
+    assert callbacks_lib.backup_epoch(run_dir.backup_dir) == 3
+    assert [h["epoch"] for h in restarted.history()] == [2, 3]
+
+
+def test_a_non_chief_worker_writes_no_backup(tmp_path):
+    backup = callbacks_lib.backup_and_restore(str(tmp_path / "backup"),
+                                              chief=False)
+    backup.set_model(_tiny_model(0))
+    backup.on_epoch_end(0, {"loss": 1.0})
+    assert os.listdir(tmp_path) == []
 
 
 @tensorflow_only
@@ -308,7 +334,7 @@ def _comparable(history):
 def test_sigkill_mid_epoch_resumes_with_the_same_metrics(tmp_path):
     killed_dir = str(tmp_path / "killed")
     clean_dir = str(tmp_path / "clean")
-    state = os.path.join(killed_dir, "checkpoints", "state.json")
+    backup = os.path.join(killed_dir, "backup")
 
     # 1. Killed after 5 of epoch 2's 20 batches.
     steps = 320 // 16
@@ -332,10 +358,10 @@ def test_sigkill_mid_epoch_resumes_with_the_same_metrics(tmp_path):
                    if line.startswith("batch-end")]
     assert batch_lines[-1] == ["batch-end", "epoch=2", "batch=5"]
     assert len(batch_lines) == steps + 5  # all of epoch 1, 5 of epoch 2
-    # Killed in epoch 2 (5 of its batches done), after epoch 1's checkpoint.
-    assert run_directory.read_json(state) == {"epoch": 1}
-    assert not os.path.exists(os.path.join(killed_dir, "checkpoints",
-                                           "epoch-002.weights.h5"))
+    # Killed in epoch 2 (5 of its batches done), after epoch 1's backup.
+    assert callbacks_lib.backup_epoch(backup) == 1
+    assert sorted(os.listdir(backup)) == ["latest.weights.h5",
+                                          "training_metadata.json"]
     assert not os.path.exists(os.path.join(killed_dir, "results.json"))
 
     # 2. Started again with the same arguments; 3. an uninterrupted run.
@@ -350,10 +376,12 @@ def test_sigkill_mid_epoch_resumes_with_the_same_metrics(tmp_path):
     assert killed["resumed_from_epoch"] == 1
     assert clean["resumed_from_epoch"] == 0
     assert killed["optimizer_steps"] == clean["optimizer_steps"] == 3 * steps
-    # No duplicate or missing epoch, in results.json and in history.jsonl.
+    # No duplicate or missing epoch, in results.json and in history.csv
+    # (CSVLogger counts epochs from 0).
     assert [h["epoch"] for h in killed["history"]] == [1, 2, 3]
-    with open(os.path.join(killed_dir, "history.jsonl")) as f:
-        assert [json.loads(line)["epoch"] for line in f] == [1, 2, 3]
+    with open(os.path.join(killed_dir, "history.csv")) as f:
+        assert [line.split(",")[0] for line in f.read().splitlines()] == [
+            "epoch", "0", "1", "2"]
     # Same metrics: the resumed epochs see the same batches (a per-epoch
     # shuffle seed) from the same weights and optimizer state. The
     # tolerance only covers float reduction order in TF's CPU kernels.
@@ -367,7 +395,7 @@ def test_sigkill_mid_epoch_resumes_with_the_same_metrics(tmp_path):
         for name, value in values.items():
             np.testing.assert_allclose(killed["metrics"][split][name], value,
                                        rtol=1e-4, atol=1e-5)
-    # Killed after the last checkpoint, before results.json: a restart
+    # Killed after the last backup, before results.json: a restart
     # trains no more and writes the same results.
     os.remove(os.path.join(clean_dir, "results.json"))
     from recipes.glue import train as train_lib

@@ -124,10 +124,11 @@ def _reload_and_compare(run_dir, task, argv_model, texts):
         num_segments=task.num_segments, sequence_length=args.max_length,
         synthesizer=args.synthesizer, hidden_dim=args.hidden_dim,
         num_layers=args.num_layers, num_heads=args.num_heads)
-    last = run_directory.read_json(os.path.join(run_dir, "checkpoints",
-                                         "state.json"))["epoch"]
-    model.load_weights(os.path.join(
-        run_dir, "checkpoints", f"epoch-{last:03d}.weights.h5"))
+    # The last backup (model and optimizer) of the run.
+    model_lib.compile_model(model, task, args.learning_rate, 1,
+                            weight_decay=args.weight_decay)
+    config = run_directory.read_json(os.path.join(run_dir, "args.json"))
+    assert run_directory.RunDirectory(run_dir, config).restore(model) > 0
     pre = model_lib.make_preprocessor(vocab, args.max_length)
     columns = tuple(tf.constant([t[i] for t in texts])
                     for i in range(task.num_segments))
@@ -175,7 +176,7 @@ def test_builtin_end_to_end_train_resume_export(tmp_path, monkeypatch):
             f"--model_dir={run_dir}", "--epochs=2",
             "--max_train_examples=96"] + TINY
 
-    # 1. Interrupted during the second epoch's end (before its checkpoint).
+    # 1. Interrupted during the second epoch's end (before its backup).
     make_eval = train_lib._eval_callback
 
     def interrupting(*args):
@@ -194,9 +195,9 @@ def test_builtin_end_to_end_train_resume_export(tmp_path, monkeypatch):
     with pytest.raises(Interrupted):
         run(argv)
     monkeypatch.setattr(train_lib, "_eval_callback", make_eval)
-    state = run_directory.read_json(os.path.join(run_dir, "checkpoints",
-                                          "state.json"))
-    assert state == {"epoch": 1}
+    state = run_directory.read_json(os.path.join(
+        run_dir, "backup", "training_metadata.json"))
+    assert state["epoch"] == 1
     assert not os.path.exists(os.path.join(run_dir, "results.json"))
 
     # 2. Started again with the same arguments: resumes after epoch 1.
@@ -220,9 +221,8 @@ def test_builtin_end_to_end_train_resume_export(tmp_path, monkeypatch):
     assert 0.0 < saved["wall_time_s"] <= elapsed
     assert saved["steps_per_second"] >= steps / saved["wall_time_s"]
     assert saved["args"]["max_train_examples"] == 96
-    for name in ("vocab.txt", "args.json", "attention.png",
-                 "checkpoints/epoch-001.weights.h5",
-                 "checkpoints/epoch-002.weights.h5"):
+    for name in ("vocab.txt", "args.json", "attention.png", "history.csv",
+                 "backup/latest.weights.h5"):
         assert os.path.isfile(os.path.join(run_dir, name)), name
     with open(os.path.join(run_dir, "attention.png"), "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"

@@ -14,7 +14,7 @@ def test_run_directory_saves_and_checks_its_configuration(tmp_path):
               "model_dir": str(tmp_path), "strategy": "one_device"}
     run_dir = run_directory.RunDirectory(str(tmp_path), config)
     assert json.loads((tmp_path / "args.json").read_text()) == config
-    assert run_dir.last_epoch() == 0 and run_dir.history() == []
+    assert run_dir.resume() == 0 and run_dir.history() == []
     # Same configuration, other runtime flags: the run may be resumed.
     run_directory.RunDirectory(str(tmp_path),
                                dict(config, strategy="mirrored"))
@@ -31,24 +31,36 @@ def test_run_directory_saves_and_checks_its_configuration(tmp_path):
 
 def test_run_directory_state(tmp_path):
     run_dir = run_directory.RunDirectory(str(tmp_path), {"a": 1})
-    os.makedirs(run_dir.checkpoint_dir)
-    run_directory.write_json(
-        os.path.join(run_dir.checkpoint_dir, "state.json"), {"epoch": 2})
-    assert run_dir.last_epoch() == 2
-    assert run_dir.checkpoint_path(2).endswith(
-        os.path.join("checkpoints", "epoch-002.weights.h5"))
+    os.makedirs(run_dir.backup_dir)
+    with open(os.path.join(run_dir.backup_dir, "training_metadata.json"),
+              "w") as f:
+        json.dump({"epoch": 2, "batch": 0}, f)
+    assert run_dir.resume() == 2
+    assert run_dir.backup_dir == os.path.join(str(tmp_path), "backup")
     path = run_dir.write_results({"accuracy": 0.5})
     assert run_directory.read_json(path) == {"accuracy": 0.5}
 
 
-def test_non_chief_worker_writes_elsewhere(tmp_path, monkeypatch):
+def test_non_chief_worker_reads_the_chiefs_folder_and_writes_nothing(
+        tmp_path, monkeypatch):
     monkeypatch.setenv("TF_CONFIG", json.dumps({
         "cluster": {"worker": ["a:1", "b:2"]},
         "task": {"type": "worker", "index": 1}}))
     assert not runtime.is_chief()
-    run_dir = run_directory.RunDirectory(str(tmp_path), {"a": 1})
-    assert run_dir.root == os.path.join(str(tmp_path), "workers", "worker-1")
+    folder = tmp_path / "run"
+    run_dir = run_directory.RunDirectory(str(folder), {"a": 1})
+    assert run_dir.root == str(folder) and not run_dir.is_chief
+    assert not folder.exists()  # no args.json, no scratch folder
+    # It neither checks nor repairs the chief's folder (the chief does).
+    folder.mkdir()
+    (folder / "args.json").write_text('{"a": 2}')
+    (folder / ".tmp-99-results.json").write_text("half")
+    run_directory.RunDirectory(str(folder), {"a": 1})
+    assert sorted(os.listdir(folder)) == [".tmp-99-results.json",
+                                          "args.json"]
     monkeypatch.setenv("TF_CONFIG", json.dumps({
         "cluster": {"worker": ["a:1", "b:2"]},
         "task": {"type": "worker", "index": 0}}))
     assert runtime.is_chief()
+    with pytest.raises(ValueError, match="different configuration"):
+        run_directory.RunDirectory(str(folder), {"a": 1})

@@ -1,0 +1,178 @@
+"""The Keras callbacks a recipe trains with, and what they leave in the run
+directory.
+
+Keras does the work: `keras.callbacks.BackupAndRestore` backs up the model
+and optimizer at every epoch end and resumes a restarted `fit` (also under
+`MultiWorkerMirroredStrategy`), `keras.callbacks.CSVLogger` keeps one row
+of metrics per epoch, `keras.callbacks.TensorBoard` the logs. What is added
+here is what they do not do:
+
+- only the chief writes (a non-chief worker runs the same callbacks'
+  hooks, writes nothing, and restores from the chief's backup, so
+  `--model_dir` must be a folder every worker sees);
+- the backup folder is replaced atomically: a process killed while
+  writing it leaves the previous complete backup (the weights and the epoch
+  they belong to never disagree), never a half-written one;
+- the history of a resumed run keeps exactly one row per backed-up epoch.
+
+Importing this module needs no TensorFlow: the callbacks are built when
+`run_callbacks` is called.
+"""
+
+import csv
+import json
+import os
+
+from recipes.core.run_directory import atomic_write
+
+# The names Keras' BackupAndRestore reads in its backup folder.
+_BACKUP_WEIGHTS = "latest.weights.h5"
+_BACKUP_METADATA = "training_metadata.json"
+# What CSVLogger writes for a metric an epoch did not log.
+_MISSING = "NA"
+
+
+def backup_epoch(backup_dir):
+    """The number of finished epochs in the backup at `backup_dir` (0 when
+    there is none): where a restarted `fit` continues."""
+    path = os.path.join(backup_dir, _BACKUP_METADATA)
+    if not os.path.isfile(path):
+        return 0
+    with open(path, encoding="utf-8") as f:
+        return int(json.load(f)["epoch"])
+
+
+def _make_backup_class():
+    import keras
+
+    class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
+        """`keras.callbacks.BackupAndRestore`, written by the chief only,
+        one folder replaced atomically at every epoch end.
+
+        Kept after training (`delete_checkpoint=False`): a run killed
+        after its last epoch but before its results restarts without
+        training and finds the final weights.
+        """
+
+        def __init__(self, backup_dir, chief=True):
+            super().__init__(backup_dir, save_freq="epoch",
+                             delete_checkpoint=False)
+            self.chief = chief
+
+        def on_epoch_end(self, epoch, logs=None):
+            if not self.chief:
+                return
+
+            def write(tmp):
+                os.makedirs(tmp)
+                self.model.save_weights(os.path.join(tmp, _BACKUP_WEIGHTS))
+                with open(os.path.join(tmp, _BACKUP_METADATA), "w",
+                          encoding="utf-8") as f:
+                    json.dump({"epoch": epoch + 1, "batch": 0}, f)
+
+            atomic_write(self.backup_dir, write)
+
+    return AtomicBackupAndRestore
+
+
+def backup_and_restore(backup_dir, chief=True):
+    """A `keras.callbacks.BackupAndRestore` saving at every epoch end into
+    `backup_dir` (replaced atomically, by the chief only) and resuming a
+    restarted `fit` from it."""
+    return _make_backup_class()(backup_dir, chief=chief)
+
+
+def restore(model, backup_dir):
+    """Loads the backup at `backup_dir` into `model` (compiled, built)
+    without training, e.g. for a run whose epochs are all done, restarted
+    before it wrote its results; returns the backup's epoch (0: none,
+    nothing loaded)."""
+    callback = backup_and_restore(backup_dir, chief=False)
+    callback.set_model(model)
+    with model.distribute_strategy.scope():  # where `fit` restores it
+        callback.on_train_begin()
+    return backup_epoch(backup_dir)
+
+
+def _complete_rows(path):
+    """The header and the complete rows (as written, as numbers) of the
+    `CSVLogger` file at `path` (a row without its line end, or with a
+    field that is not a number, was cut short by a kill); None stands for
+    a value the epoch did not have."""
+    with open(path, encoding="utf-8", newline="") as f:
+        lines = f.read().splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines.pop()
+    rows = list(csv.reader(lines))
+    if not rows:
+        return None, []
+    header, complete = rows[0], []
+    for row in rows[1:]:
+        try:
+            if len(row) == len(header):
+                complete.append((row, [
+                    None if value == _MISSING else float(value)
+                    for value in row]))
+        except ValueError:
+            continue
+    return header, complete
+
+
+def read_history(path):
+    """The rows of a `CSVLogger` file as dicts of floats with `epoch`
+    counted from 1; a half-written last row is left out."""
+    if not os.path.isfile(path):
+        return []
+    header, rows = _complete_rows(path)
+    history = []
+    for _, values in rows:
+        record = {key: value for key, value in zip(header, values)
+                  if value is not None}
+        record["epoch"] = int(record["epoch"]) + 1
+        history.append(record)
+    return history
+
+
+def truncate_history(path, epochs):
+    """Keeps one row per epoch `1 .. epochs` (the backed-up ones) in the
+    `CSVLogger` file at `path`, rewritten atomically: a run killed after
+    logging an epoch but before backing it up repeats that epoch, whose
+    row must not appear twice."""
+    if not os.path.isfile(path):
+        return
+    header, rows = _complete_rows(path)
+    if header is None:
+        return
+    kept = {}
+    for row, values in rows:
+        epoch = int(values[header.index("epoch")])
+        if epoch < epochs:
+            kept[epoch] = row
+
+    def write(tmp):
+        with open(tmp, "w", encoding="utf-8", newline="") as f:
+            writer = csv.writer(f, lineterminator="\n")
+            writer.writerow(header)
+            writer.writerows(kept[k] for k in sorted(kept))
+
+    atomic_write(path, write)
+
+
+def run_callbacks(run_dir, tensorboard=True):
+    """The callbacks every recipe trains with, in this order (put callbacks
+    that add to an epoch's logs before them): `CSVLogger` into
+    `run_dir.history_path`, TensorBoard into `run_dir.log_dir` unless
+    `tensorboard` is False (both on the chief only), and the backup
+    (`run_dir.backup_dir`), last so that a backed-up epoch is always in
+    the history."""
+    import keras
+
+    callbacks = []
+    if run_dir.is_chief:
+        callbacks.append(keras.callbacks.CSVLogger(run_dir.history_path,
+                                                   append=True))
+        if tensorboard:
+            callbacks.append(keras.callbacks.TensorBoard(run_dir.log_dir))
+    callbacks.append(backup_and_restore(run_dir.backup_dir,
+                                        chief=run_dir.is_chief))
+    return callbacks
