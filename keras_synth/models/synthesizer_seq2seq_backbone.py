@@ -275,27 +275,22 @@ class SynthesizerSeq2SeqBackbone(keras_nlp.models.Backbone):
                     training=training,
                 )
             return self._final_norm(x)
-        new_self, new_cross = [], []
-        for layer, self_cache, cross_cache in zip(
-            self.decoder_transformer_layers,
-            self_attention_caches,
-            cross_attention_caches,
-        ):
-            x, self_cache, cross_cache = layer(
+        x, self_attention_caches, cross_attention_caches = (
+            utils.decode_with_caches(
+                self.decoder_transformer_layers,
                 x,
-                encoder_output,
+                self_attention_caches,
+                cache_update_index,
+                encoder_sequence=encoder_output,
+                cross_attention_caches=cross_attention_caches,
+                fill_cross_attention_caches=fill_cross_attention_caches,
                 encoder_padding_mask=encoder_padding_mask,
-                self_attention_cache=self_cache,
-                self_attention_cache_update_index=cache_update_index,
-                cross_attention_cache=cross_cache,
-                cross_attention_cache_update_index=(
-                    0 if fill_cross_attention_caches else None
-                ),
                 training=training,
             )
-            new_self.append(self_cache)
-            new_cross.append(cross_cache)
-        return self._final_norm(x), tuple(new_self), tuple(new_cross)
+        )
+        return (
+            self._final_norm(x), self_attention_caches, cross_attention_caches
+        )
 
     def _final_norm(self, x):
         if self.decoder_layer_norm is not None:

@@ -16,6 +16,7 @@ from keras_synth.layers import SynthesizerAttention
 from keras_synth.layers import SynthesizerDecoder
 from keras_synth.layers import SynthesizerEncoder
 from keras_synth.layers.block_utils import keras_nlp
+from keras_synth.models.generation_utils import decode_with_caches
 
 VARIANTS = [
     "dense",
@@ -335,23 +336,12 @@ class TinyLM:
                         fill_cross=False):
         x = self.embedding(token_ids, start_index=index)
         if encoded is None:
-            new = []
-            for block, c in zip(self.blocks, cache):
-                x, c = block(x, self_attention_cache=c,
-                             self_attention_cache_update_index=index)
-                new.append(c)
-            return self.head(x), tuple(new)
-        new_self, new_cross = [], []
-        for block, c, cc in zip(self.blocks, *cache):
-            x, c, cc = block(
-                x, encoded, self_attention_cache=c,
-                self_attention_cache_update_index=index,
-                cross_attention_cache=cc,
-                cross_attention_cache_update_index=0 if fill_cross else None,
-            )
-            new_self.append(c)
-            new_cross.append(cc)
-        return self.head(x), (tuple(new_self), tuple(new_cross))
+            x, cache = decode_with_caches(self.blocks, x, cache, index)
+            return self.head(x), cache
+        x, self_caches, cross_caches = decode_with_caches(
+            self.blocks, x, cache[0], index, encoded, cache[1], fill_cross
+        )
+        return self.head(x), (self_caches, cross_caches)
 
     def generate(self, sampler, prompt, prompt_length, source=None,
                  cached=True):
