@@ -30,6 +30,12 @@ from keras_synth.layers import SynthesizerDecoder
 from keras_synth.layers import SynthesizerEncoder
 from keras_synth.layers.block_utils import keras_nlp
 from keras_synth.models.generation_utils import decode_with_caches
+from keras_synth.models.generation_utils import (
+    initial_cross_attention_caches,
+)
+from keras_synth.models.generation_utils import (
+    initial_self_attention_caches,
+)
 
 BOS = 1  # token 0 is padding, 1 starts the target of the seq2seq model
 
@@ -82,14 +88,14 @@ class TinyTransformer(keras.Model):
 
     def initial_cache(self, batch_size, source_length=None):
         """Per-layer caches from `SynthesizerDecoder.initial_cache`."""
-        caches = tuple(b.initial_cache(batch_size, self.length)
-                       for b in self.blocks)
+        caches = initial_self_attention_caches(
+            self.blocks, batch_size, self.length, None
+        )
         if not self.has_encoder:
             return caches
-        cross = tuple(b.initial_cross_attention_cache(batch_size,
-                                                      source_length)
-                      for b in self.blocks)
-        return caches, cross
+        return caches, initial_cross_attention_caches(
+            self.blocks, batch_size, source_length, None
+        )
 
     def call_with_cache(self, tokens, cache, index, encoded=None,
                         fill_cross=False):

@@ -30,6 +30,14 @@ def initial_self_attention_caches(blocks, batch_size, length, dtype):
     )
 
 
+def initial_cross_attention_caches(blocks, batch_size, length, dtype):
+    """One empty cross-attention cache per block for `length` source keys."""
+    return tuple(
+        block.initial_cross_attention_cache(batch_size, length, dtype=dtype)
+        for block in blocks
+    )
+
+
 def decode_with_caches(
     blocks,
     x,
