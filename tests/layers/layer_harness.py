@@ -12,6 +12,8 @@ each synthesizer's `batch_dependent`), so a new variant is tested without
 editing the tests.
 """
 
+import math
+
 import keras
 import numpy as np
 from keras import ops
@@ -63,6 +65,30 @@ def randomize(layer, seed=0, scale=0.5):
                 keras.backend.standardize_dtype(weight.dtype)
             )
         )
+
+
+def logit_path_params(variant, d, heads, k, length, rank):
+    """Parameters of the logit path (docs/design.md, "The variants") of
+    `variant` for width `d`, `heads` heads of size `k`, `max_length`
+    `length` and factorized rank `rank`, biases and mixture weights
+    included."""
+    a = math.ceil(math.sqrt(length))
+    b = math.ceil(length / a)
+    per_variant = {
+        "vanilla": 2 * (d * heads * k + heads * k),
+        "dense": d * heads * k + heads * k + heads * k * length
+        + heads * length,
+        "random": heads * length * length,
+        "fixed_random": heads * length * length,
+        "factorized_dense": d * heads * k + heads * k
+        + heads * k * (a + b) + heads * (a + b),
+        "factorized_random": 2 * heads * length * rank,
+    }
+    names = variant.split("+")
+    total = sum(per_variant[name] for name in names)
+    if len(names) > 1:
+        total += heads * len(names)
+    return total
 
 
 def copy_weights(source, target):
