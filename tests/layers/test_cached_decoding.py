@@ -15,6 +15,7 @@ from keras import ops
 from keras_synth.layers import SynthesizerAttention
 from keras_synth.layers import SynthesizerDecoder
 from keras_synth.layers import SynthesizerEncoder
+from keras_synth.layers import VARIANTS as SYNTHESIZER_VARIANTS
 from keras_synth.layers.block_utils import keras_nlp
 from keras_synth.models.generation_utils import decode_with_caches
 from keras_synth.models.generation_utils import (
@@ -27,13 +28,8 @@ from tests.layers.decoding_helpers import compiled
 from tests.layers.decoding_helpers import decode_step_by_step
 from tests.layers.layer_harness import randomize
 
-VARIANTS = [
-    "dense",
-    "random",
-    "fixed_random",
-    "factorized_dense",
-    "factorized_random",
-    "vanilla",
+# Every variant, and mixtures with and without a dot-product part.
+VARIANTS = list(SYNTHESIZER_VARIANTS) + [
     "random+vanilla",
     "dense+vanilla",
     "random+dense",
