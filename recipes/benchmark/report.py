@@ -42,14 +42,14 @@ def generation_table(results):
             if r.get("tokens_per_s_ratio_p25") is not None:
                 spread = (f" ({r['tokens_per_s_ratio_p25']:.2f}-"
                           f"{r['tokens_per_s_ratio_p75']:.2f})")
-            lines.append(
-                f"| {r['total_length']} | {_name(r['row'])} "
-                f"| {r['tokens_per_s']:.0f} "
-                f"| {r['tokens_per_s_ratio']:.2f}{spread} "
-                f"| {r['median_ms']:.0f} "
-                f"| {_kib(r['cache_bytes_per_token'])} "
-                f"| {_kib(r['cache_bytes_read_per_step'])} |"
-            )
+            lines.append(report_utils.table_row([
+                r["total_length"], _name(r["row"]),
+                f"{r['tokens_per_s']:.0f}",
+                f"{r['tokens_per_s_ratio']:.2f}{spread}",
+                f"{r['median_ms']:.0f}",
+                _kib(r["cache_bytes_per_token"]),
+                _kib(r["cache_bytes_read_per_step"]),
+            ]))
         lines.append("")
     return "\n".join(lines)
 
@@ -103,9 +103,10 @@ def context_table(results):
             probes = ", ".join(
                 f"{p['length']}: {p.get('peak_bytes', 0) / 2**30:.2f} "
                 f"({p['state_bytes'] / 2**30:.2f})" for p in r["probes"])
-            lines.append(
-                f"| {_name(r['row'])} | {longest or '-'} | {ratio} "
-                f"| {r['limit'] or '-'} | {probes} |")
+            lines.append(report_utils.table_row([
+                _name(r["row"]), longest or "-", ratio, r["limit"] or "-",
+                probes,
+            ]))
         lines.append("")
     return "\n".join(lines)
 

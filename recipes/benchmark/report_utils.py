@@ -22,10 +22,14 @@ def row_label(row, names=None):
     return names.get(row, row)
 
 
+def table_row(cells):
+    """One markdown table row of the formatted `cells`."""
+    return "| " + " | ".join(str(cell) for cell in cells) + " |"
+
+
 def table_head(caption, columns):
     """The caption, a blank line, the header row and the rule of a table."""
-    return [caption, "", "| " + " | ".join(columns) + " |",
-            "|" + "---|" * len(columns)]
+    return [caption, "", table_row(columns), "|" + "---|" * len(columns)]
 
 
 def panels(count):

@@ -52,20 +52,20 @@ def format_table(results):
         for e in backend["rows"]:
             tr = e.get("train", {})
             fw = e.get("forward", {})
-            lines.append(
-                f"| {e['length']} | {e['batch']} | {e['mask']} | "
-                f"{report_utils.row_label(e['row'])}"
-                f" | {tr.get('median_ms', float('nan')):.1f} "
+            lines.append(report_utils.table_row([
+                e["length"], e["batch"], e["mask"],
+                report_utils.row_label(e["row"]),
+                f"{tr.get('median_ms', float('nan')):.1f} "
                 f"({tr.get('p25_ms', float('nan')):.1f}-"
-                f"{tr.get('p75_ms', float('nan')):.1f}) "
-                f"| {stats.ratio_cell(tr)} "
-                f"| {tr.get('gflops_per_s', float('nan')):.1f} "
-                f"| {100 * tr.get('matmul_share', float('nan')):.0f} "
-                f"| {fw.get('median_ms', float('nan')):.1f} "
-                f"| {fw.get('ratio_to_mha', float('nan')):.2f} "
-                f"| {e['params']:,} "
-                f"| {_mb(e['memory'].get('largest_tensor_bytes'))} |"
-            )
+                f"{tr.get('p75_ms', float('nan')):.1f})",
+                stats.ratio_cell(tr),
+                f"{tr.get('gflops_per_s', float('nan')):.1f}",
+                f"{100 * tr.get('matmul_share', float('nan')):.0f}",
+                f"{fw.get('median_ms', float('nan')):.1f}",
+                f"{fw.get('ratio_to_mha', float('nan')):.2f}",
+                f"{e['params']:,}",
+                _mb(e["memory"].get("largest_tensor_bytes")),
+            ]))
         lines.append("")
     probes = [(b["backend"], b["memory_probe"]) for b in results["backends"]
               if b.get("memory_probe")]
@@ -82,14 +82,14 @@ def format_table(results):
         for name, probe in probes:
             for e in probe:
                 m = e["memory"]
-                lines.append(
-                    f"| {name} | "
-                    f"{report_utils.row_label(e['row'])}"
-                    f" | {_mb(m.get('peak_bytes'))} | "
-                    f"{m.get('peak_bytes_ratio_to_mha', float('nan')):.2f} | "
-                    f"{_mb(m.get('largest_tensor_bytes'))} | "
-                    f"{m.get('largest_tensor_bytes_ratio_to_mha', float('nan')):.2f} |"
-                )
+                lines.append(report_utils.table_row([
+                    name,
+                    report_utils.row_label(e["row"]),
+                    _mb(m.get("peak_bytes")),
+                    f"{m.get('peak_bytes_ratio_to_mha', float('nan')):.2f}",
+                    _mb(m.get("largest_tensor_bytes")),
+                    f"{m.get('largest_tensor_bytes_ratio_to_mha', float('nan')):.2f}",
+                ]))
         lines.append("")
     return "\n".join(lines)
 
