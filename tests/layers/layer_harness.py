@@ -91,6 +91,21 @@ def logit_path_params(variant, d, heads, k, length, rank):
     return total
 
 
+def assert_same_outputs_and_gradients(variables, out, grads, reference_out,
+                                      reference_grads):
+    """`out` and the gradients of `variables` are finite and equal to a
+    reference computation's (gradients relative to the largest, if above
+    1)."""
+    assert np.isfinite(out).all()
+    np.testing.assert_allclose(out, reference_out, rtol=1e-5, atol=1e-5)
+    for variable, grad, reference in zip(variables, grads, reference_grads):
+        assert np.isfinite(grad).all(), variable.path
+        scale = max(1.0, float(np.abs(reference).max()))
+        np.testing.assert_allclose(
+            grad / scale, reference / scale, atol=2e-5, err_msg=variable.path
+        )
+
+
 def copy_weights(source, target):
     for s, t in zip(source.weights, target.weights):
         assert s.path.split("/")[1:] == t.path.split("/")[1:], (s.path, t.path)
