@@ -141,6 +141,21 @@ def _copy_keras_nlp_weights(ours, theirs):
         mine.set_weights(other.get_weights())
 
 
+def _cached_step(layer, x_t, t, enc, self_cache, cross_cache):
+    """Decoding step `t` of a decoder block (ours or keras-hub's) with
+    caches, filling the cross-attention cache (with `enc`) at `t = 0`.
+    Returns `(y, self_cache, cross_cache)`."""
+    kwargs = dict(self_attention_cache=self_cache,
+                  self_attention_cache_update_index=t)
+    if enc is None:
+        y, self_cache = layer(x_t, **kwargs)
+        return y, self_cache, cross_cache
+    return layer(
+        x_t, enc, cross_attention_cache=cross_cache,
+        cross_attention_cache_update_index=0 if t == 0 else None, **kwargs,
+    )
+
+
 @pytest.mark.parametrize("cross", [False, True], ids=["lm", "seq2seq"])
 @pytest.mark.parametrize("normalize_first", [False, True])
 def test_vanilla_equals_keras_nlp_decoder(cross, normalize_first):
@@ -167,16 +182,9 @@ def test_vanilla_equals_keras_nlp_decoder(cross, normalize_first):
     for t in range(T):
         step = {}
         for who, layer in (("ours", ours), ("theirs", theirs)):
-            c_self, c_cross = caches[who]
-            kwargs = dict(self_attention_cache=c_self,
-                          self_attention_cache_update_index=t)
-            if cross:
-                kwargs.update(cross_attention_cache=c_cross,
-                              cross_attention_cache_update_index=(
-                                  0 if t == 0 else None))
-                y, c_self, c_cross = layer(x[:, t:t + 1], enc, **kwargs)
-            else:
-                y, c_self = layer(x[:, t:t + 1], **kwargs)
+            y, c_self, c_cross = _cached_step(
+                layer, x[:, t:t + 1], t, enc if cross else None, *caches[who]
+            )
             caches[who] = (c_self, c_cross)
             step[who] = _np(y)
         np.testing.assert_allclose(step["ours"], step["theirs"], **TOL)
@@ -397,16 +405,9 @@ def test_pure_synthesizer_accepts_keras_hub_cache_layout(variant, cross):
     for name, (self_cache, cross_cache) in caches.items():
         outputs = []
         for t in range(T):
-            kwargs = dict(self_attention_cache=self_cache,
-                          self_attention_cache_update_index=t)
-            if cross:
-                kwargs.update(cross_attention_cache=cross_cache,
-                              cross_attention_cache_update_index=(
-                                  0 if t == 0 else None))
-                y, self_cache, cross_cache = layer(x[:, t:t + 1], enc,
-                                                   **kwargs)
-            else:
-                y, self_cache = layer(x[:, t:t + 1], **kwargs)
+            y, self_cache, cross_cache = _cached_step(
+                layer, x[:, t:t + 1], t, enc, self_cache, cross_cache
+            )
             outputs.append(_np(y))
         steps[name] = (np.concatenate(outputs, axis=1), self_cache,
                        cross_cache)
