@@ -29,6 +29,13 @@ from keras import ops
 from keras_synth.layers import SynthesizerDecoder
 from keras_synth.layers import SynthesizerEncoder
 from keras_synth.layers.block_utils import keras_nlp
+from keras_synth.models.generation_utils import decode_with_caches
+from keras_synth.models.generation_utils import (
+    initial_cross_attention_caches,
+)
+from keras_synth.models.generation_utils import (
+    initial_self_attention_caches,
+)
 
 BOS = 1  # token 0 is padding, 1 starts the target of the seq2seq model
 
@@ -81,36 +88,25 @@ class TinyTransformer(keras.Model):
 
     def initial_cache(self, batch_size, source_length=None):
         """Per-layer caches from `SynthesizerDecoder.initial_cache`."""
-        caches = tuple(b.initial_cache(batch_size, self.length)
-                       for b in self.blocks)
+        caches = initial_self_attention_caches(
+            self.blocks, batch_size, self.length, None
+        )
         if not self.has_encoder:
             return caches
-        cross = tuple(b.initial_cross_attention_cache(batch_size,
-                                                      source_length)
-                      for b in self.blocks)
-        return caches, cross
+        return caches, initial_cross_attention_caches(
+            self.blocks, batch_size, source_length, None
+        )
 
     def call_with_cache(self, tokens, cache, index, encoded=None,
                         fill_cross=False):
         x = self.embedding(tokens, start_index=index)
         if encoded is None:
-            new = []
-            for block, c in zip(self.blocks, cache):
-                x, c = block(x, self_attention_cache=c,
-                             self_attention_cache_update_index=index)
-                new.append(c)
-            return self.head(x), tuple(new)
-        new_self, new_cross = [], []
-        for block, c, cc in zip(self.blocks, *cache):
-            x, c, cc = block(
-                x, encoded, self_attention_cache=c,
-                self_attention_cache_update_index=index,
-                cross_attention_cache=cc,
-                cross_attention_cache_update_index=0 if fill_cross else None,
-            )
-            new_self.append(c)
-            new_cross.append(cc)
-        return self.head(x), (tuple(new_self), tuple(new_cross))
+            x, cache = decode_with_caches(self.blocks, x, cache, index)
+            return self.head(x), cache
+        x, self_caches, cross_caches = decode_with_caches(
+            self.blocks, x, cache[0], index, encoded, cache[1], fill_cross
+        )
+        return self.head(x), (self_caches, cross_caches)
 
     def generate(self, sampler, prompt, prompt_length, source=None,
                  cached=True):

@@ -1,8 +1,9 @@
 """Helpers shared by the keras-nlp blocks (`SynthesizerEncoder/Decoder`).
 
-Shared by the two block modules, not exported: masks merged the way keras-nlp's Transformer blocks merge
-them, Keras masks detached while an attention layer runs, early validation
-of the synthesizer arguments.
+Shared by the two block modules, not exported: their common mixin, masks
+merged the way keras-nlp's Transformer blocks merge them, Keras masks
+detached while an attention layer runs, early validation of the
+synthesizer arguments.
 """
 
 import contextlib
@@ -139,3 +140,164 @@ def dense(units, activation, kernel_initializer, bias_initializer, dtype, name):
         dtype=dtype,
         name=name,
     )
+
+
+class SynthesizerBlockMixin:
+    """What `SynthesizerEncoder` and `SynthesizerDecoder` share.
+
+    Mixed in before the keras-nlp block class: the synthesizer arguments
+    (attributes, attention keyword arguments, config entries) and the
+    sublayers and residual steps of keras-nlp's Transformer blocks. Each
+    block keeps its own `build`, so that its sublayers and weights are
+    created with keras-nlp's names and in keras-nlp's order.
+    """
+
+    def _set_synthesizer_arguments(
+        self, max_length, factorized_rank, factorized_dense_sizes,
+        random_initializer,
+    ):
+        self.max_length = max_length
+        self.factorized_rank = factorized_rank
+        self.factorized_dense_sizes = factorized_dense_sizes
+        self.random_initializer = (
+            None
+            if random_initializer is None
+            else keras.initializers.get(random_initializer)
+        )
+
+    def _synthesizer_kwargs(self, synthesizer):
+        return dict(
+            synthesizer=synthesizer,
+            max_length=self.max_length,
+            factorized_rank=self.factorized_rank,
+            factorized_dense_sizes=self.factorized_dense_sizes,
+            random_initializer=(
+                None
+                if self.random_initializer is None
+                else clone_initializer(self.random_initializer)
+            ),
+        )
+
+    def _synthesizer_config(self):
+        """The config entries of the synthesizer arguments but the variants."""
+        return {
+            "max_length": self.max_length,
+            "factorized_rank": self.factorized_rank,
+            "factorized_dense_sizes": self.factorized_dense_sizes,
+            "random_initializer": (
+                None
+                if self.random_initializer is None
+                else keras.initializers.serialize(self.random_initializer)
+            ),
+        }
+
+    def _head_dim(self, hidden_dim, name):
+        """`hidden_dim // num_heads`, keras-nlp's error when it is zero."""
+        head_dim = int(hidden_dim // self.num_heads)
+        if head_dim == 0:
+            raise ValueError(
+                f"Attention `{name}` computed cannot be zero. "
+                f"The `hidden_dim` value of {hidden_dim} has to be equal to "
+                f"or greater than `num_heads` value of {self.num_heads}."
+            )
+        return head_dim
+
+    def _attention(self, name, synthesizer, key_dim, **kwargs):
+        return SynthesizerAttention(
+            num_heads=self.num_heads,
+            key_dim=key_dim,
+            dropout=self.dropout,
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            bias_initializer=clone_initializer(self.bias_initializer),
+            dtype=self.dtype_policy,
+            name=name,
+            **kwargs,
+            **self._synthesizer_kwargs(synthesizer),
+        )
+
+    def _layer_norm(self, name, shape):
+        layer = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon,
+            dtype=self.dtype_policy,
+            name=name,
+        )
+        layer.build(shape)
+        return layer
+
+    def _dropout(self, name):
+        return keras.layers.Dropout(
+            rate=self.dropout, dtype=self.dtype_policy, name=name
+        )
+
+    def _build_feedforward_denses(self, shape):
+        """Creates and builds keras-nlp's two feedforward `Dense` layers."""
+        self._feedforward_intermediate_dense = dense(
+            self.intermediate_dim,
+            self.activation,
+            self.kernel_initializer,
+            self.bias_initializer,
+            self.dtype_policy,
+            "feedforward_intermediate_dense",
+        )
+        self._feedforward_intermediate_dense.build(shape)
+        self._feedforward_output_dense = dense(
+            shape[-1],
+            None,
+            self.kernel_initializer,
+            self.bias_initializer,
+            self.dtype_policy,
+            "feedforward_output_dense",
+        )
+        intermediate_shape = list(shape)
+        intermediate_shape[-1] = self.intermediate_dim
+        self._feedforward_output_dense.build(tuple(intermediate_shape))
+
+    def _pre_norm(self, x, layer_norm):
+        """The sublayer's input: normalized with `normalize_first` (pre-LN)."""
+        return layer_norm(x) if self.normalize_first else x
+
+    def _add_residual(self, x, residual, dropout, layer_norm, training):
+        """Dropout, residual, and the post-LN normalization of a sublayer."""
+        x = dropout(x, training=training)
+        x = x + residual
+        if not self.normalize_first:
+            x = layer_norm(x)
+        return x
+
+    def _attention_sublayer(
+        self, x, attention, layer_norm, dropout, source, training,
+        value=None, returns_pair=False, **attention_kwargs,
+    ):
+        """An attention sublayer of keras-nlp's blocks with its residual.
+
+        `source` is the block input whose Keras mask went into
+        `attention_kwargs` (detached while `attention` runs); `value` the
+        attended sequence (default: the normalized `x`, self-attention).
+        Returns `(outputs, second)`, where `second` is the attention's
+        second output (scores or cache) with `returns_pair`, else `None`.
+        """
+        residual = x
+        x = self._pre_norm(x, layer_norm)
+        with keras_masks_detached(source, x):
+            outputs = attention(
+                query=x,
+                value=x if value is None else value,
+                training=training,
+                **attention_kwargs,
+            )
+        second = None
+        if returns_pair:
+            outputs, second = outputs
+        x = self._add_residual(outputs, residual, dropout, layer_norm, training)
+        return x, second
+
+    def _feedforward(self, x, training):
+        """keras-nlp's feedforward sublayer with its residual connection."""
+        residual = x
+        x = self._pre_norm(x, self._feedforward_layer_norm)
+        x = self._feedforward_intermediate_dense(x)
+        x = self._feedforward_output_dense(x)
+        return self._add_residual(
+            x, residual, self._feedforward_dropout,
+            self._feedforward_layer_norm, training,
+        )

@@ -5,12 +5,13 @@ from keras import ops
 
 from keras_synth.layers import block_utils as utils
 from keras_synth.layers.block_utils import keras_nlp
-from keras_synth.layers.synthesizer_attention import SynthesizerAttention
 from keras_synth.layers.synthesizer_attention import parse_synthesizer
 
 
 @keras.saving.register_keras_serializable(package="keras_synth")
-class SynthesizerDecoder(keras_nlp.layers.TransformerDecoder):
+class SynthesizerDecoder(
+    utils.SynthesizerBlockMixin, keras_nlp.layers.TransformerDecoder
+):
     """Transformer decoder block with causal synthesized self-attention.
 
     A drop-in for `keras_nlp.layers.TransformerDecoder` (and an instance of
@@ -142,13 +143,9 @@ class SynthesizerDecoder(keras_nlp.layers.TransformerDecoder):
             normalize_first=normalize_first,
             **kwargs,
         )
-        self.max_length = max_length
-        self.factorized_rank = factorized_rank
-        self.factorized_dense_sizes = factorized_dense_sizes
-        self.random_initializer = (
-            None
-            if random_initializer is None
-            else keras.initializers.get(random_initializer)
+        self._set_synthesizer_arguments(
+            max_length, factorized_rank, factorized_dense_sizes,
+            random_initializer,
         )
         self.synthesizer = "+".join(parse_synthesizer(synthesizer))
         self.cross_attention_synthesizer = "+".join(
@@ -166,62 +163,15 @@ class SynthesizerDecoder(keras_nlp.layers.TransformerDecoder):
         if decoder_sequence_shape:
             self.build(decoder_sequence_shape, encoder_sequence_shape)
 
-    def _synthesizer_kwargs(self, synthesizer):
-        return dict(
-            synthesizer=synthesizer,
-            max_length=self.max_length,
-            factorized_rank=self.factorized_rank,
-            factorized_dense_sizes=self.factorized_dense_sizes,
-            random_initializer=(
-                None
-                if self.random_initializer is None
-                else utils.clone_initializer(self.random_initializer)
-            ),
-        )
-
-    def _attention(self, name, head_dim, synthesizer):
-        return SynthesizerAttention(
-            num_heads=self.num_heads,
-            key_dim=head_dim,
-            value_dim=head_dim,
-            dropout=self.dropout,
-            kernel_initializer=utils.clone_initializer(self.kernel_initializer),
-            bias_initializer=utils.clone_initializer(self.bias_initializer),
-            dtype=self.dtype_policy,
-            name=name,
-            **self._synthesizer_kwargs(synthesizer),
-        )
-
-    def _layer_norm(self, name, shape):
-        layer = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon,
-            dtype=self.dtype_policy,
-            name=name,
-        )
-        layer.build(shape)
-        return layer
-
-    def _dropout(self, name):
-        return keras.layers.Dropout(
-            rate=self.dropout, dtype=self.dtype_policy, name=name
-        )
-
     def build(self, decoder_sequence_shape, encoder_sequence_shape=None):
         # keras-nlp's build with our attention layers (no `super().build()`:
         # it would create unused `CachedMultiHeadAttention` weights). The
         # build shapes go into our own config (see `get_config`), not into
         # keras-nlp's private attributes.
         self._build_shapes = (decoder_sequence_shape, encoder_sequence_shape)
-        hidden_dim = decoder_sequence_shape[-1]
-        head_dim = int(hidden_dim // self.num_heads)
-        if head_dim == 0:
-            raise ValueError(
-                "Attention `head_dim` computed cannot be zero. "
-                f"The `hidden_dim` value of {hidden_dim} has to be equal to "
-                f"or greater than `num_heads` value of {self.num_heads}."
-            )
+        head_dim = self._head_dim(decoder_sequence_shape[-1], "head_dim")
         self._self_attention_layer = self._attention(
-            "self_attention", head_dim, self.synthesizer
+            "self_attention", self.synthesizer, head_dim, value_dim=head_dim
         )
         self._self_attention_layer.build(
             decoder_sequence_shape, decoder_sequence_shape
@@ -234,7 +184,10 @@ class SynthesizerDecoder(keras_nlp.layers.TransformerDecoder):
         self._cross_attention_layer = None
         if encoder_sequence_shape:
             self._cross_attention_layer = self._attention(
-                "cross_attention", head_dim, self.cross_attention_synthesizer
+                "cross_attention",
+                self.cross_attention_synthesizer,
+                head_dim,
+                value_dim=head_dim,
             )
             self._cross_attention_layer.build(
                 decoder_sequence_shape, encoder_sequence_shape
@@ -246,26 +199,7 @@ class SynthesizerDecoder(keras_nlp.layers.TransformerDecoder):
                 "cross_attention_dropout"
             )
 
-        self._feedforward_intermediate_dense = utils.dense(
-            self.intermediate_dim,
-            self.activation,
-            self.kernel_initializer,
-            self.bias_initializer,
-            self.dtype_policy,
-            "feedforward_intermediate_dense",
-        )
-        self._feedforward_intermediate_dense.build(decoder_sequence_shape)
-        self._feedforward_output_dense = utils.dense(
-            hidden_dim,
-            None,
-            self.kernel_initializer,
-            self.bias_initializer,
-            self.dtype_policy,
-            "feedforward_output_dense",
-        )
-        intermediate_shape = list(decoder_sequence_shape)
-        intermediate_shape[-1] = self.intermediate_dim
-        self._feedforward_output_dense.build(tuple(intermediate_shape))
+        self._build_feedforward_denses(decoder_sequence_shape)
         self._feedforward_layer_norm = self._layer_norm(
             "feedforward_layer_norm", decoder_sequence_shape
         )
@@ -401,28 +335,20 @@ class SynthesizerDecoder(keras_nlp.layers.TransformerDecoder):
         self_attention_cache, self_key_slot = _values_only(
             self._self_attention_layer, self_attention_cache
         )
-        x = decoder_sequence
-        residual = x
-        if self.normalize_first:
-            x = self._self_attention_layer_norm(x)
-        with utils.keras_masks_detached(decoder_sequence, x):
-            outputs = self._self_attention_layer(
-                query=x,
-                value=x,
-                cache=self_attention_cache,
-                cache_update_index=self_attention_cache_update_index,
-                query_start_index=query_start,
-                training=training,
-                **self_masks,
-            )
-        if has_self_cache:
-            x, self_attention_cache = outputs
-        else:
-            x = outputs
-        x = self._self_attention_dropout(x, training=training)
-        x = x + residual
-        if not self.normalize_first:
-            x = self._self_attention_layer_norm(x)
+        # Without a cache, the second output is `None`, as the cache.
+        x, self_attention_cache = self._attention_sublayer(
+            decoder_sequence,
+            self._self_attention_layer,
+            self._self_attention_layer_norm,
+            self._self_attention_dropout,
+            decoder_sequence,
+            training,
+            returns_pair=has_self_cache,
+            cache=self_attention_cache,
+            cache_update_index=self_attention_cache_update_index,
+            query_start_index=query_start,
+            **self_masks,
+        )
 
         if has_cross_attention:
             encoder_length = (
@@ -442,39 +368,24 @@ class SynthesizerDecoder(keras_nlp.layers.TransformerDecoder):
             cross_attention_cache, cross_key_slot = _values_only(
                 self._cross_attention_layer, cross_attention_cache
             )
-            residual = x
-            if self.normalize_first:
-                x = self._cross_attention_layer_norm(x)
-            with utils.keras_masks_detached(encoder_sequence, x):
-                outputs = self._cross_attention_layer(
-                    query=x,
-                    value=encoder_sequence,
-                    cache=cross_attention_cache,
-                    cache_update_index=cross_attention_cache_update_index,
-                    # Decoder position of the query row: row t of the
-                    # logits of a synthetic cross-attention.
-                    query_start_index=query_start,
-                    training=training,
-                    **cross_masks,
-                )
-            if cross_attention_cache is not None:
-                x, cross_attention_cache = outputs
-            else:
-                x = outputs
-            x = self._cross_attention_dropout(x, training=training)
-            x = x + residual
-            if not self.normalize_first:
-                x = self._cross_attention_layer_norm(x)
+            x, cross_attention_cache = self._attention_sublayer(
+                x,
+                self._cross_attention_layer,
+                self._cross_attention_layer_norm,
+                self._cross_attention_dropout,
+                encoder_sequence,
+                training,
+                value=encoder_sequence,
+                returns_pair=cross_attention_cache is not None,
+                cache=cross_attention_cache,
+                cache_update_index=cross_attention_cache_update_index,
+                # Decoder position of the query row: row t of the
+                # logits of a synthetic cross-attention.
+                query_start_index=query_start,
+                **cross_masks,
+            )
 
-        residual = x
-        if self.normalize_first:
-            x = self._feedforward_layer_norm(x)
-        x = self._feedforward_intermediate_dense(x)
-        x = self._feedforward_output_dense(x)
-        x = self._feedforward_dropout(x, training=training)
-        x = x + residual
-        if not self.normalize_first:
-            x = self._feedforward_layer_norm(x)
+        x = self._feedforward(x, training)
 
         if has_self_cache:
             self_attention_cache = _with_key_slot(
@@ -490,22 +401,9 @@ class SynthesizerDecoder(keras_nlp.layers.TransformerDecoder):
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            {
-                "synthesizer": self.synthesizer,
-                "cross_attention_synthesizer": (
-                    self.cross_attention_synthesizer
-                ),
-                "max_length": self.max_length,
-                "factorized_rank": self.factorized_rank,
-                "factorized_dense_sizes": self.factorized_dense_sizes,
-                "random_initializer": (
-                    None
-                    if self.random_initializer is None
-                    else keras.initializers.serialize(self.random_initializer)
-                ),
-            }
-        )
+        config["synthesizer"] = self.synthesizer
+        config["cross_attention_synthesizer"] = self.cross_attention_synthesizer
+        config.update(self._synthesizer_config())
         # A config carries the build shapes (popped again by `__init__`), so
         # that a restored block is built and its weights load.
         shapes = getattr(self, "_build_shapes", (None, None))

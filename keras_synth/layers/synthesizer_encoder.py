@@ -4,12 +4,13 @@ import keras
 
 from keras_synth.layers import block_utils as utils
 from keras_synth.layers.block_utils import keras_nlp
-from keras_synth.layers.synthesizer_attention import SynthesizerAttention
 from keras_synth.layers.synthesizer_attention import parse_synthesizer
 
 
 @keras.saving.register_keras_serializable(package="keras_synth")
-class SynthesizerEncoder(keras_nlp.layers.TransformerEncoder):
+class SynthesizerEncoder(
+    utils.SynthesizerBlockMixin, keras_nlp.layers.TransformerEncoder
+):
     """Transformer encoder block whose self-attention is a Synthesizer.
 
     A drop-in for `keras_nlp.layers.TransformerEncoder` (and an instance of
@@ -113,96 +114,32 @@ class SynthesizerEncoder(keras_nlp.layers.TransformerEncoder):
             **kwargs,
         )
         self.synthesizer = synthesizer
-        self.max_length = max_length
-        self.factorized_rank = factorized_rank
-        self.factorized_dense_sizes = factorized_dense_sizes
-        self.random_initializer = (
-            None
-            if random_initializer is None
-            else keras.initializers.get(random_initializer)
+        self._set_synthesizer_arguments(
+            max_length, factorized_rank, factorized_dense_sizes,
+            random_initializer,
         )
         utils.check_synthesizer_arguments(
-            num_heads, self._synthesizer_kwargs()
+            num_heads, self._synthesizer_kwargs(synthesizer)
         )
         self.synthesizer = "+".join(parse_synthesizer(synthesizer))
-
-    def _synthesizer_kwargs(self):
-        return dict(
-            synthesizer=self.synthesizer,
-            max_length=self.max_length,
-            factorized_rank=self.factorized_rank,
-            factorized_dense_sizes=self.factorized_dense_sizes,
-            random_initializer=(
-                None
-                if self.random_initializer is None
-                else utils.clone_initializer(self.random_initializer)
-            ),
-        )
 
     def build(self, inputs_shape):
         # keras-nlp's build, with the attention replaced *before* any weight
         # exists (no `super().build()`: it would create an unused MHA).
-        hidden_dim = inputs_shape[-1]
-        key_dim = int(hidden_dim // self.num_heads)
-        if key_dim == 0:
-            raise ValueError(
-                "Attention `key_dim` computed cannot be zero. "
-                f"The `hidden_dim` value of {hidden_dim} has to be equal to "
-                f"or greater than `num_heads` value of {self.num_heads}."
-            )
-        self._self_attention_layer = SynthesizerAttention(
-            num_heads=self.num_heads,
-            key_dim=key_dim,
-            dropout=self.dropout,
-            kernel_initializer=utils.clone_initializer(self.kernel_initializer),
-            bias_initializer=utils.clone_initializer(self.bias_initializer),
-            dtype=self.dtype_policy,
-            name="self_attention_layer",
-            **self._synthesizer_kwargs(),
+        key_dim = self._head_dim(inputs_shape[-1], "key_dim")
+        self._self_attention_layer = self._attention(
+            "self_attention_layer", self.synthesizer, key_dim
         )
         self._self_attention_layer.build(inputs_shape, inputs_shape)
-        self._self_attention_layer_norm = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon,
-            dtype=self.dtype_policy,
-            name="self_attention_layer_norm",
+        self._self_attention_layer_norm = self._layer_norm(
+            "self_attention_layer_norm", inputs_shape
         )
-        self._self_attention_layer_norm.build(inputs_shape)
-        self._self_attention_dropout = keras.layers.Dropout(
-            rate=self.dropout,
-            dtype=self.dtype_policy,
-            name="self_attention_dropout",
+        self._self_attention_dropout = self._dropout("self_attention_dropout")
+        self._feedforward_layer_norm = self._layer_norm(
+            "feedforward_layer_norm", inputs_shape
         )
-        self._feedforward_layer_norm = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon,
-            dtype=self.dtype_policy,
-            name="feedforward_layer_norm",
-        )
-        self._feedforward_layer_norm.build(inputs_shape)
-        self._feedforward_intermediate_dense = utils.dense(
-            self.intermediate_dim,
-            self.activation,
-            self.kernel_initializer,
-            self.bias_initializer,
-            self.dtype_policy,
-            "feedforward_intermediate_dense",
-        )
-        self._feedforward_intermediate_dense.build(inputs_shape)
-        self._feedforward_output_dense = utils.dense(
-            hidden_dim,
-            None,
-            self.kernel_initializer,
-            self.bias_initializer,
-            self.dtype_policy,
-            "feedforward_output_dense",
-        )
-        intermediate_shape = list(inputs_shape)
-        intermediate_shape[-1] = self.intermediate_dim
-        self._feedforward_output_dense.build(tuple(intermediate_shape))
-        self._feedforward_dropout = keras.layers.Dropout(
-            rate=self.dropout,
-            dtype=self.dtype_policy,
-            name="feedforward_dropout",
-        )
+        self._build_feedforward_denses(inputs_shape)
+        self._feedforward_dropout = self._dropout("feedforward_dropout")
         self.built = True
 
     @property
@@ -218,59 +155,28 @@ class SynthesizerEncoder(keras_nlp.layers.TransformerEncoder):
         training=None,
         return_attention_scores=False,
     ):
-        x = inputs
         length = keras.ops.shape(inputs)[1]
         masks = utils.merge_masks(
             inputs, padding_mask, attention_mask, length, length
         )
-
-        residual = x
-        if self.normalize_first:
-            x = self._self_attention_layer_norm(x)
-        with utils.keras_masks_detached(inputs, x):
-            outputs = self._self_attention_layer(
-                query=x,
-                value=x,
-                return_attention_scores=return_attention_scores,
-                training=training,
-                **masks,
-            )
-        if return_attention_scores:
-            x, attention_scores = outputs
-        else:
-            x = outputs
-        x = self._self_attention_dropout(x, training=training)
-        x = x + residual
-        if not self.normalize_first:
-            x = self._self_attention_layer_norm(x)
-
-        residual = x
-        if self.normalize_first:
-            x = self._feedforward_layer_norm(x)
-        x = self._feedforward_intermediate_dense(x)
-        x = self._feedforward_output_dense(x)
-        x = self._feedforward_dropout(x, training=training)
-        x = x + residual
-        if not self.normalize_first:
-            x = self._feedforward_layer_norm(x)
-
+        x, attention_scores = self._attention_sublayer(
+            inputs,
+            self._self_attention_layer,
+            self._self_attention_layer_norm,
+            self._self_attention_dropout,
+            inputs,
+            training,
+            returns_pair=return_attention_scores,
+            return_attention_scores=return_attention_scores,
+            **masks,
+        )
+        x = self._feedforward(x, training)
         if return_attention_scores:
             return x, attention_scores
         return x
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            {
-                "synthesizer": self.synthesizer,
-                "max_length": self.max_length,
-                "factorized_rank": self.factorized_rank,
-                "factorized_dense_sizes": self.factorized_dense_sizes,
-                "random_initializer": (
-                    None
-                    if self.random_initializer is None
-                    else keras.initializers.serialize(self.random_initializer)
-                ),
-            }
-        )
+        config["synthesizer"] = self.synthesizer
+        config.update(self._synthesizer_config())
         return config

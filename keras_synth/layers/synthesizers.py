@@ -133,6 +133,34 @@ class Synthesizer(keras.layers.Layer):
         kw["bias_initializer"] = clone_initializer(kw["bias_initializer"])
         return kw
 
+    def _built_projection(self, name, activation, input_shape):
+        """A built projection from `(B, T, d)` to `(B, T, H, key_dim)`."""
+        projection = _query_projection(
+            self.num_heads, self.key_dim, self.use_bias, name, activation,
+            self._dense_kwargs(),
+        )
+        projection.build(input_shape)
+        return projection
+
+    def _add_kernel_and_bias(self, suffix, size):
+        """The `(H, key_dim, size)` kernel and, with `use_bias`, the
+        `(H, size)` bias (else `None`) that map the hidden layer to `size`
+        logits, named `kernel{suffix}` and `bias{suffix}`."""
+        kw = self.sublayer_kwargs
+        kernel = self._add_logit_weight(
+            f"kernel{suffix}",
+            (self.num_heads, self.key_dim, size),
+            clone_initializer(kw["kernel_initializer"]),
+        )
+        bias = None
+        if self.use_bias:
+            bias = self._add_logit_weight(
+                f"bias{suffix}",
+                (self.num_heads, size),
+                clone_initializer(kw["bias_initializer"]),
+            )
+        return kernel, bias
+
     def project_key(self, key):
         """Projects the key input; `None` for synthesizers without keys."""
         return None
@@ -186,16 +214,8 @@ class VanillaSynthesizer(Synthesizer):
     bilinear = True
 
     def build(self, query_shape, key_shape):
-        self.query_dense = _query_projection(
-            self.num_heads, self.key_dim, self.use_bias, "query", None,
-            self._dense_kwargs(),
-        )
-        self.query_dense.build(query_shape)
-        self.key_dense = _query_projection(
-            self.num_heads, self.key_dim, self.use_bias, "key", None,
-            self._dense_kwargs(),
-        )
-        self.key_dense.build(key_shape)
+        self.query_dense = self._built_projection("query", None, query_shape)
+        self.key_dense = self._built_projection("key", None, key_shape)
 
     def project_key(self, key):
         return self.key_dense(key)
@@ -229,24 +249,8 @@ class DenseSynthesizer(Synthesizer):
     bilinear = True
 
     def build(self, query_shape, key_shape):
-        self.hidden = _query_projection(
-            self.num_heads, self.key_dim, self.use_bias, "hidden", "relu",
-            self._dense_kwargs(),
-        )
-        self.hidden.build(query_shape)
-        kw = self.sublayer_kwargs
-        self.kernel = self._add_logit_weight(
-            "kernel",
-            (self.num_heads, self.key_dim, self.max_length),
-            clone_initializer(kw["kernel_initializer"]),
-        )
-        self.bias = None
-        if self.use_bias:
-            self.bias = self._add_logit_weight(
-                "bias",
-                (self.num_heads, self.max_length),
-                clone_initializer(kw["bias_initializer"]),
-            )
+        self.hidden = self._built_projection("hidden", "relu", query_shape)
+        self.kernel, self.bias = self._add_kernel_and_bias("", self.max_length)
 
     def _parts(self, query, key_length, scale):
         """`relu(W1 x + b1)` `(B, T, H, k)`, `W2 (H, k, S)` and `b2 (H, S)`
@@ -303,29 +307,13 @@ class FactorizedDenseSynthesizer(Synthesizer):
         self.sizes = tuple(sizes)
 
     def build(self, query_shape, key_shape):
-        self.hidden = _query_projection(
-            self.num_heads, self.key_dim, self.use_bias, "hidden", "relu",
-            self._dense_kwargs(),
-        )
-        self.hidden.build(query_shape)
-        kw = self.sublayer_kwargs
+        self.hidden = self._built_projection("hidden", "relu", query_shape)
         self.kernels, self.biases = [], []
         for name, size in zip(("a", "b"), self.sizes):
-            self.kernels.append(
-                self._add_logit_weight(
-                    f"kernel_{name}",
-                    (self.num_heads, self.key_dim, size),
-                    clone_initializer(kw["kernel_initializer"]),
-                )
-            )
-            if self.use_bias:
-                self.biases.append(
-                    self._add_logit_weight(
-                        f"bias_{name}",
-                        (self.num_heads, size),
-                        clone_initializer(kw["bias_initializer"]),
-                    )
-                )
+            kernel, bias = self._add_kernel_and_bias(f"_{name}", size)
+            self.kernels.append(kernel)
+            if bias is not None:
+                self.biases.append(bias)
 
     def logits(self, query, key, query_start, query_length, key_length,
                scale=None):

@@ -1,9 +1,9 @@
 """Helpers shared by the generative tasks (causal LM and seq2seq LM).
 
 Private module: the embedding of token ids at a position offset, the
-decoder caches of a stack of `SynthesizerDecoder` blocks, the check of the
-generation length, the padding mask after stop tokens, and `compile` with
-keras-synth's samplers.
+decoder caches of a stack of `SynthesizerDecoder` blocks and a cached pass
+through it, the check of the generation length, the padding mask after
+stop tokens, and `compile` with keras-synth's samplers.
 """
 
 import math
@@ -28,6 +28,76 @@ def initial_self_attention_caches(blocks, batch_size, length, dtype):
     return tuple(
         block.initial_cache(batch_size, length, dtype=dtype) for block in blocks
     )
+
+
+def initial_cross_attention_caches(blocks, batch_size, length, dtype):
+    """One empty cross-attention cache per block for `length` source keys."""
+    return tuple(
+        block.initial_cross_attention_cache(batch_size, length, dtype=dtype)
+        for block in blocks
+    )
+
+
+def decode_with_caches(
+    blocks,
+    x,
+    self_attention_caches,
+    cache_update_index,
+    encoder_sequence=None,
+    cross_attention_caches=None,
+    fill_cross_attention_caches=False,
+    **kwargs,
+):
+    """Runs `x` through a stack of `SynthesizerDecoder` blocks with caches.
+
+    Args:
+        blocks: the decoder blocks.
+        x: `(batch, length, hidden_dim)` embeddings of the tokens at
+            `cache_update_index ...`.
+        self_attention_caches: one self-attention cache per block.
+        cache_update_index: int or int tensor, the position of `x[:, 0]`.
+        encoder_sequence: the encoder output, `None` for decoder-only
+            stacks.
+        cross_attention_caches: one cross-attention cache per block (with
+            `encoder_sequence`).
+        fill_cross_attention_caches: fill the cross-attention caches from
+            `encoder_sequence` (first step) or reuse them.
+        **kwargs: further call arguments of every block (masks,
+            `training`).
+
+    Returns:
+        `(x, self_attention_caches)` for a decoder-only stack, `(x,
+        self_attention_caches, cross_attention_caches)` with
+        `encoder_sequence`; the caches as tuples.
+    """
+    new_self, new_cross = [], []
+    if encoder_sequence is None:
+        for block, self_cache in zip(blocks, self_attention_caches):
+            x, self_cache = block(
+                x,
+                self_attention_cache=self_cache,
+                self_attention_cache_update_index=cache_update_index,
+                **kwargs,
+            )
+            new_self.append(self_cache)
+        return x, tuple(new_self)
+    for block, self_cache, cross_cache in zip(
+        blocks, self_attention_caches, cross_attention_caches
+    ):
+        x, self_cache, cross_cache = block(
+            x,
+            encoder_sequence,
+            self_attention_cache=self_cache,
+            self_attention_cache_update_index=cache_update_index,
+            cross_attention_cache=cross_cache,
+            cross_attention_cache_update_index=(
+                0 if fill_cross_attention_caches else None
+            ),
+            **kwargs,
+        )
+        new_self.append(self_cache)
+        new_cross.append(cross_cache)
+    return x, tuple(new_self), tuple(new_cross)
 
 
 def check_generate_length(length, limit, what="max_length"):

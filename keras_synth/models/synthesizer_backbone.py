@@ -6,12 +6,13 @@ import keras
 import keras_hub
 
 from keras_synth.layers import SynthesizerEncoder
+from keras_synth.models.backbone_utils import ConfigAttributesMixin
 
 POOLINGS = ("mean", "cls")
 
 
 @keras.saving.register_keras_serializable(package="keras_synth")
-class SynthesizerBackbone(keras_hub.models.Backbone):
+class SynthesizerBackbone(ConfigAttributesMixin, keras_hub.models.Backbone):
     """Transformer encoder whose self-attention is a Synthesizer.
 
     Token + position (+ segment) embeddings, layer normalization and
@@ -161,19 +162,21 @@ class SynthesizerBackbone(keras_hub.models.Backbone):
         )
 
         # === Config ===
-        self.vocabulary_size = vocabulary_size
-        self.num_layers = num_layers
-        self.num_heads = num_heads
-        self.hidden_dim = hidden_dim
-        self.intermediate_dim = intermediate_dim
-        self.synthesizer = synthesizer
-        self.max_sequence_length = max_sequence_length
-        self.num_segments = num_segments
-        self.pooling = pooling
-        self.dropout = dropout
-        self.activation = activation
-        self.layer_norm_epsilon = layer_norm_epsilon
-        self.factorized_rank = factorized_rank
+        self._set_config(
+            vocabulary_size=vocabulary_size,
+            num_layers=num_layers,
+            num_heads=num_heads,
+            hidden_dim=hidden_dim,
+            intermediate_dim=intermediate_dim,
+            synthesizer=synthesizer,
+            max_sequence_length=max_sequence_length,
+            num_segments=num_segments,
+            pooling=pooling,
+            dropout=dropout,
+            activation=activation,
+            layer_norm_epsilon=layer_norm_epsilon,
+            factorized_rank=factorized_rank,
+        )
 
     def _embed(self, token_ids, segment_ids, training=None):
         x = self.embeddings(token_ids)
@@ -208,24 +211,8 @@ class SynthesizerBackbone(keras_hub.models.Backbone):
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            {
-                "vocabulary_size": self.vocabulary_size,
-                "num_layers": self.num_layers,
-                "num_heads": self.num_heads,
-                "hidden_dim": self.hidden_dim,
-                "intermediate_dim": self.intermediate_dim,
-                "synthesizer": self.synthesizer,
-                "max_sequence_length": self.max_sequence_length,
-                "num_segments": self.num_segments,
-                "pooling": self.pooling,
-                "dropout": self.dropout,
-                "activation": keras.activations.serialize(
-                    keras.activations.get(self.activation)
-                ),
-                "layer_norm_epsilon": self.layer_norm_epsilon,
-                "factorized_rank": self.factorized_rank,
-            }
+        config["activation"] = keras.activations.serialize(
+            keras.activations.get(self.activation)
         )
         return config
 

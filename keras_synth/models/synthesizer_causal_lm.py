@@ -80,18 +80,13 @@ class SynthesizerCausalLM(
         """
         backbone = self.backbone
         x = backbone.embed(token_ids, start_index=cache_update_index)
-        caches = []
-        for layer, layer_cache in zip(backbone.transformer_layers, cache):
-            x, layer_cache = layer(
-                x,
-                self_attention_cache=layer_cache,
-                self_attention_cache_update_index=cache_update_index,
-            )
-            caches.append(layer_cache)
+        x, cache = utils.decode_with_caches(
+            backbone.transformer_layers, x, cache, cache_update_index
+        )
         if backbone.layer_norm is not None:
             x = backbone.layer_norm(x)
         logits = backbone.token_embedding(x, reverse=True)
-        return logits, x, tuple(caches)
+        return logits, x, cache
 
     def _build_cache(self, token_ids):
         """Empty caches, seeded with the whole prompt."""

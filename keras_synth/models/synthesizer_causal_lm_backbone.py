@@ -5,10 +5,13 @@ import keras
 from keras_synth.layers import SynthesizerDecoder
 from keras_synth.layers.block_utils import keras_nlp
 from keras_synth.models import generation_utils as utils
+from keras_synth.models.backbone_utils import ConfigAttributesMixin
 
 
 @keras.saving.register_keras_serializable(package="keras_synth")
-class SynthesizerCausalLMBackbone(keras_nlp.models.Backbone):
+class SynthesizerCausalLMBackbone(
+    ConfigAttributesMixin, keras_nlp.models.Backbone
+):
     """Decoder-only Transformer with causal synthesized self-attention.
 
     GPT-2's layout: token embeddings plus learned position embeddings,
@@ -132,19 +135,21 @@ class SynthesizerCausalLMBackbone(keras_nlp.models.Backbone):
         )
 
         # === Config ===
-        self.vocabulary_size = vocabulary_size
-        self.num_layers = num_layers
-        self.num_heads = num_heads
-        self.hidden_dim = hidden_dim
-        self.intermediate_dim = intermediate_dim
-        self.max_sequence_length = max_sequence_length
-        self.synthesizer = synthesizer
-        self.dropout = dropout
-        self.activation = activation
-        self.normalize_first = normalize_first
-        self.layer_norm_epsilon = layer_norm_epsilon
-        self.factorized_rank = factorized_rank
-        self.factorized_dense_sizes = factorized_dense_sizes
+        self._set_config(
+            vocabulary_size=vocabulary_size,
+            num_layers=num_layers,
+            num_heads=num_heads,
+            hidden_dim=hidden_dim,
+            intermediate_dim=intermediate_dim,
+            max_sequence_length=max_sequence_length,
+            synthesizer=synthesizer,
+            dropout=dropout,
+            activation=activation,
+            normalize_first=normalize_first,
+            layer_norm_epsilon=layer_norm_epsilon,
+            factorized_rank=factorized_rank,
+            factorized_dense_sizes=factorized_dense_sizes,
+        )
 
     def embed(self, token_ids, start_index=0, training=None):
         """Token plus position embeddings of tokens from `start_index` on."""
@@ -152,24 +157,3 @@ class SynthesizerCausalLMBackbone(keras_nlp.models.Backbone):
         positions = self.position_embedding(tokens, start_index=start_index)
         x = self.embeddings_add((tokens, positions))
         return self.embeddings_dropout(x, training=training)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "vocabulary_size": self.vocabulary_size,
-                "num_layers": self.num_layers,
-                "num_heads": self.num_heads,
-                "hidden_dim": self.hidden_dim,
-                "intermediate_dim": self.intermediate_dim,
-                "max_sequence_length": self.max_sequence_length,
-                "synthesizer": self.synthesizer,
-                "dropout": self.dropout,
-                "activation": self.activation,
-                "normalize_first": self.normalize_first,
-                "layer_norm_epsilon": self.layer_norm_epsilon,
-                "factorized_rank": self.factorized_rank,
-                "factorized_dense_sizes": self.factorized_dense_sizes,
-            }
-        )
-        return config

@@ -7,10 +7,13 @@ from keras_synth.layers import SynthesizerDecoder
 from keras_synth.layers import SynthesizerEncoder
 from keras_synth.layers.block_utils import keras_nlp
 from keras_synth.models import generation_utils as utils
+from keras_synth.models.backbone_utils import ConfigAttributesMixin
 
 
 @keras.saving.register_keras_serializable(package="keras_synth")
-class SynthesizerSeq2SeqBackbone(keras_nlp.models.Backbone):
+class SynthesizerSeq2SeqBackbone(
+    ConfigAttributesMixin, keras_nlp.models.Backbone
+):
     """Encoder-decoder Transformer of `SynthesizerEncoder`/`Decoder` blocks.
 
     One token embedding (a shared vocabulary) serves the encoder, the
@@ -201,21 +204,23 @@ class SynthesizerSeq2SeqBackbone(keras_nlp.models.Backbone):
         )
 
         # === Config ===
-        self.vocabulary_size = vocabulary_size
-        self.num_layers = num_layers
-        self.num_heads = num_heads
-        self.hidden_dim = hidden_dim
-        self.intermediate_dim = intermediate_dim
-        self.max_sequence_length = max_sequence_length
-        self.synthesizer = synthesizer
-        self.cross_attention_synthesizer = cross_attention_synthesizer
-        self.dropout = dropout
-        self.activation = activation
-        self.normalize_first = normalize_first
-        self.layer_norm_epsilon = layer_norm_epsilon
-        self.factorized_rank = factorized_rank
-        self.factorized_dense_sizes = factorized_dense_sizes
-        self.encoder_vocabulary_size = encoder_vocabulary_size
+        self._set_config(
+            vocabulary_size=vocabulary_size,
+            num_layers=num_layers,
+            num_heads=num_heads,
+            hidden_dim=hidden_dim,
+            intermediate_dim=intermediate_dim,
+            max_sequence_length=max_sequence_length,
+            synthesizer=synthesizer,
+            cross_attention_synthesizer=cross_attention_synthesizer,
+            dropout=dropout,
+            activation=activation,
+            normalize_first=normalize_first,
+            layer_norm_epsilon=layer_norm_epsilon,
+            factorized_rank=factorized_rank,
+            factorized_dense_sizes=factorized_dense_sizes,
+            encoder_vocabulary_size=encoder_vocabulary_size,
+        )
 
     def encode(self, token_ids, padding_mask, training=None):
         """The encoder output `(batch, S, hidden_dim)`."""
@@ -275,52 +280,24 @@ class SynthesizerSeq2SeqBackbone(keras_nlp.models.Backbone):
                     training=training,
                 )
             return self._final_norm(x)
-        new_self, new_cross = [], []
-        for layer, self_cache, cross_cache in zip(
-            self.decoder_transformer_layers,
-            self_attention_caches,
-            cross_attention_caches,
-        ):
-            x, self_cache, cross_cache = layer(
+        x, self_attention_caches, cross_attention_caches = (
+            utils.decode_with_caches(
+                self.decoder_transformer_layers,
                 x,
-                encoder_output,
+                self_attention_caches,
+                cache_update_index,
+                encoder_sequence=encoder_output,
+                cross_attention_caches=cross_attention_caches,
+                fill_cross_attention_caches=fill_cross_attention_caches,
                 encoder_padding_mask=encoder_padding_mask,
-                self_attention_cache=self_cache,
-                self_attention_cache_update_index=cache_update_index,
-                cross_attention_cache=cross_cache,
-                cross_attention_cache_update_index=(
-                    0 if fill_cross_attention_caches else None
-                ),
                 training=training,
             )
-            new_self.append(self_cache)
-            new_cross.append(cross_cache)
-        return self._final_norm(x), tuple(new_self), tuple(new_cross)
+        )
+        return (
+            self._final_norm(x), self_attention_caches, cross_attention_caches
+        )
 
     def _final_norm(self, x):
         if self.decoder_layer_norm is not None:
             x = self.decoder_layer_norm(x)
         return x
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "vocabulary_size": self.vocabulary_size,
-                "num_layers": self.num_layers,
-                "num_heads": self.num_heads,
-                "hidden_dim": self.hidden_dim,
-                "intermediate_dim": self.intermediate_dim,
-                "max_sequence_length": self.max_sequence_length,
-                "synthesizer": self.synthesizer,
-                "cross_attention_synthesizer": self.cross_attention_synthesizer,
-                "dropout": self.dropout,
-                "activation": self.activation,
-                "normalize_first": self.normalize_first,
-                "layer_norm_epsilon": self.layer_norm_epsilon,
-                "factorized_rank": self.factorized_rank,
-                "factorized_dense_sizes": self.factorized_dense_sizes,
-                "encoder_vocabulary_size": self.encoder_vocabulary_size,
-            }
-        )
-        return config

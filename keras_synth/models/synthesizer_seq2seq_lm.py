@@ -127,12 +127,9 @@ class SynthesizerSeq2SeqLM(
             blocks, batch_size, ops.shape(decoder_token_ids)[1],
             self.compute_dtype,
         )
-        cross_caches = tuple(
-            block.initial_cross_attention_cache(
-                batch_size, ops.shape(encoder_token_ids)[1],
-                dtype=self.compute_dtype,
-            )
-            for block in blocks
+        cross_caches = utils.initial_cross_attention_caches(
+            blocks, batch_size, ops.shape(encoder_token_ids)[1],
+            self.compute_dtype,
         )
         return self_caches, cross_caches
 

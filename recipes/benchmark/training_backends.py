@@ -92,16 +92,10 @@ class Backend:
     # ---------------------------------------------------------- tensorflow
 
     def _prepare_tensorflow(self, row, forward):
-        import keras
         import tensorflow as tf
 
         layer = row.layer
-        x = tf.constant(row.x)
-        y = tf.constant(row.y)
-        mask = None if row.value_mask is None else tf.constant(row.value_mask)
-        layer(x, x)  # build
-        optimizer = keras.optimizers.Adam(1e-4)
-        optimizer.build(layer.trainable_variables)
+        x, y, mask, optimizer = _inputs_and_optimizer(row, tf.constant)
 
         def train(x, y, mask):
             with tf.GradientTape() as tape:
@@ -116,11 +110,13 @@ class Backend:
 
         train_fn = tf.function(train, jit_compile=True)
         fwd_fn = tf.function(fwd, jit_compile=True)
-        row.fns = {"train": lambda: train_fn(x, y, mask).numpy()}
-        if forward:
-            row.fns["forward"] = lambda: fwd_fn(x, mask).numpy()
+        _set_timed_functions(
+            row,
+            lambda: train_fn(x, y, mask).numpy(),
+            lambda: fwd_fn(x, mask).numpy(),
+            forward,
+        )
         row._tf = (train_fn, x, y, mask)
-        row.params = int(sum(math.prod(v.shape) for v in layer.weights))
 
     def _memory_tensorflow(self, row):
         train_fn, x, y, mask = row._tf
@@ -142,15 +138,9 @@ class Backend:
     def _prepare_jax(self, row, forward):
         import jax
         import jax.numpy as jnp
-        import keras
 
         layer = row.layer
-        x = jnp.asarray(row.x)
-        y = jnp.asarray(row.y)
-        mask = None if row.value_mask is None else jnp.asarray(row.value_mask)
-        layer(x, x)  # build
-        optimizer = keras.optimizers.Adam(1e-4)
-        optimizer.build(layer.trainable_variables)
+        x, y, mask, optimizer = _inputs_and_optimizer(row, jnp.asarray)
         kwargs = {}
         if mask is not None:
             kwargs["value_mask"] = mask
@@ -197,11 +187,8 @@ class Backend:
         def run_fwd():
             fwd_fn(state["tv"], state["ntv"], x, mask).block_until_ready()
 
-        row.fns = {"train": run_train}
-        if forward:
-            row.fns["forward"] = run_fwd
+        _set_timed_functions(row, run_train, run_fwd, forward)
         row._jax = (train_fn, state, x, y, mask)
-        row.params = int(sum(math.prod(v.shape) for v in layer.weights))
 
     def _memory_jax(self, row):
         train_fn, state, x, y, mask = row._jax
@@ -228,18 +215,10 @@ class Backend:
         self._prepare_torch(row, forward, compile=True)
 
     def _prepare_torch(self, row, forward, compile=False):
-        import keras
         import torch
 
-        layer = row.layer
-        x = torch.as_tensor(row.x)
-        y = torch.as_tensor(row.y)
-        mask = (None if row.value_mask is None
-                else torch.as_tensor(row.value_mask))
-        layer(x, x)  # build
-        optimizer = keras.optimizers.Adam(1e-4)
-        optimizer.build(layer.trainable_variables)
-        variables = layer.trainable_variables
+        x, y, mask, optimizer = _inputs_and_optimizer(row, torch.as_tensor)
+        variables = row.layer.trainable_variables
 
         def train_loss(x, y, mask):
             out = row.call(x, mask, training=True)
@@ -265,10 +244,7 @@ class Backend:
             with torch.no_grad():
                 forward_pass(x, mask)
 
-        row.fns = {"train": run_train}
-        if forward:
-            row.fns["forward"] = run_fwd
-        row.params = int(sum(math.prod(v.shape) for v in layer.weights))
+        _set_timed_functions(row, run_train, run_fwd, forward)
 
     def _matmul_torch_compile(self, n):
         return self._matmul_torch(n)
@@ -279,6 +255,28 @@ class Backend:
         a = torch.randn(n, n)
         b = torch.randn(n, n)
         return lambda: torch.matmul(a, b)
+
+
+def _inputs_and_optimizer(row, convert):
+    """The row's `x`, `y` and mask as backend tensors (`convert`), after
+    building its layer, and an Adam optimizer built for the layer."""
+    import keras
+
+    x = convert(row.x)
+    y = convert(row.y)
+    mask = None if row.value_mask is None else convert(row.value_mask)
+    row.layer(x, x)  # build
+    optimizer = keras.optimizers.Adam(1e-4)
+    optimizer.build(row.layer.trainable_variables)
+    return x, y, mask, optimizer
+
+
+def _set_timed_functions(row, run_train, run_forward, forward):
+    """`row.fns` (the forward pass only with `forward`) and `row.params`."""
+    row.fns = {"train": run_train}
+    if forward:
+        row.fns["forward"] = run_forward
+    row.params = int(sum(math.prod(v.shape) for v in row.layer.weights))
 
 
 def xla_memory(compiled):

@@ -1,9 +1,9 @@
 """Tables and plots of `--mode train`: results.json, table.md and
 step_time.png."""
 
-import json
 import os
 
+from recipes.benchmark import report_utils
 from recipes.benchmark import stats
 from recipes.benchmark.flags import BASELINE
 
@@ -39,85 +39,70 @@ def format_table(results):
     """Markdown tables: timings per backend, then the memory probe."""
     lines = []
     for backend in results["backends"]:
-        name = backend["backend"]
-        label = {"tensorflow": "TensorFlow (XLA)", "jax": "JAX (jit)",
-                 "torch": "PyTorch (eager)",
-                 "torch_compile": "PyTorch (torch.compile)"}.get(name, name)
-        lines.append(
-            f"**{label}**, {results['config']['dtype']}, width "
+        lines += report_utils.table_head(
+            f"**{report_utils.backend_label(backend['backend'])}**, "
+            f"{results['config']['dtype']}, width "
             f"{results['config']['width']}, {results['config']['heads']} "
             f"heads; plain matmul {backend['matmul_gflops_per_s']:.1f} "
-            "GFLOP/s"
+            "GFLOP/s",
+            ["T", "B", "mask", "row", "train ms (p25-p75)",
+             "x MHA (p25-p75)", "GFLOP/s", "% matmul", "fwd ms", "fwd x MHA",
+             "params", "largest tensor MB"],
         )
-        lines.append("")
-        lines.append(
-            "| T | B | mask | row | train ms (p25-p75) | x MHA (p25-p75) "
-            "| GFLOP/s "
-            "| % matmul | fwd ms | fwd x MHA | params | largest tensor MB |"
-        )
-        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for e in backend["rows"]:
             tr = e.get("train", {})
             fw = e.get("forward", {})
-            lines.append(
-                f"| {e['length']} | {e['batch']} | {e['mask']} | "
-                f"{'MultiHeadAttention' if e['row'] == BASELINE else e['row']}"
-                f" | {tr.get('median_ms', float('nan')):.1f} "
+            lines.append(report_utils.table_row([
+                e["length"], e["batch"], e["mask"],
+                report_utils.row_label(e["row"]),
+                f"{tr.get('median_ms', float('nan')):.1f} "
                 f"({tr.get('p25_ms', float('nan')):.1f}-"
-                f"{tr.get('p75_ms', float('nan')):.1f}) "
-                f"| {stats.ratio_cell(tr)} "
-                f"| {tr.get('gflops_per_s', float('nan')):.1f} "
-                f"| {100 * tr.get('matmul_share', float('nan')):.0f} "
-                f"| {fw.get('median_ms', float('nan')):.1f} "
-                f"| {fw.get('ratio_to_mha', float('nan')):.2f} "
-                f"| {e['params']:,} "
-                f"| {_mb(e['memory'].get('largest_tensor_bytes'))} |"
-            )
+                f"{tr.get('p75_ms', float('nan')):.1f})",
+                stats.ratio_cell(tr),
+                f"{tr.get('gflops_per_s', float('nan')):.1f}",
+                f"{100 * tr.get('matmul_share', float('nan')):.0f}",
+                f"{fw.get('median_ms', float('nan')):.1f}",
+                f"{fw.get('ratio_to_mha', float('nan')):.2f}",
+                f"{e['params']:,}",
+                _mb(e["memory"].get("largest_tensor_bytes")),
+            ]))
         lines.append("")
     probes = [(b["backend"], b["memory_probe"]) for b in results["backends"]
               if b.get("memory_probe")]
     if probes:
         cfg = results["config"]
-        lines.append(
+        lines += report_utils.table_head(
             f"**Memory of a training step**, batch {cfg['memory_batch']}, "
             f"length {cfg['memory_length']} (XLA buffer assignment: "
             "arguments + outputs + temporaries on JAX; largest intermediate "
-            "tensor of the optimized HLO on both)"
+            "tensor of the optimized HLO on both)",
+            ["backend", "row", "peak MB", "x MHA", "largest tensor MB",
+             "x MHA"],
         )
-        lines.append("")
-        lines.append("| backend | row | peak MB | x MHA | largest tensor MB "
-                     "| x MHA |")
-        lines.append("|---|---|---|---|---|---|")
         for name, probe in probes:
             for e in probe:
                 m = e["memory"]
-                lines.append(
-                    f"| {name} | "
-                    f"{'MultiHeadAttention' if e['row'] == BASELINE else e['row']}"
-                    f" | {_mb(m.get('peak_bytes'))} | "
-                    f"{m.get('peak_bytes_ratio_to_mha', float('nan')):.2f} | "
-                    f"{_mb(m.get('largest_tensor_bytes'))} | "
-                    f"{m.get('largest_tensor_bytes_ratio_to_mha', float('nan')):.2f} |"
-                )
+                lines.append(report_utils.table_row([
+                    name,
+                    report_utils.row_label(e["row"]),
+                    _mb(m.get("peak_bytes")),
+                    f"{m.get('peak_bytes_ratio_to_mha', float('nan')):.2f}",
+                    _mb(m.get("largest_tensor_bytes")),
+                    f"{m.get('largest_tensor_bytes_ratio_to_mha', float('nan')):.2f}",
+                ]))
         lines.append("")
     return "\n".join(lines)
 
 
 def plot(results, path):
     """Training-step time against length (first mask), one panel a backend."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     backends = results["backends"]
-    fig, axes = plt.subplots(1, len(backends), figsize=(5 * len(backends), 3.6),
-                             squeeze=False)
+    plt, fig, axes = report_utils.panels(len(backends))
     mask = results["config"]["masks"][0]
     if len(results["config"]["lengths"]) == 1:
         # One length: training-step time relative to MultiHeadAttention,
         # one group of bars per mask.
-        for ax, backend in zip(axes[0], backends):
+        for ax, backend in zip(axes, backends):
             masks = results["config"]["masks"]
             names = [n for n in dict.fromkeys(
                 e["row"] for e in backend["rows"]) if n != BASELINE]
@@ -140,12 +125,10 @@ def plot(results, path):
                 fontsize=10,
             )
             ax.grid(True, axis="y", alpha=0.3)
-        axes[0][-1].legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(path, dpi=80)
-        plt.close(fig)
+        axes[-1].legend(fontsize=7)
+        report_utils.save_figure(plt, fig, path)
         return
-    for ax, backend in zip(axes[0], backends):
+    for ax, backend in zip(axes, backends):
         by_row = {}
         for e in backend["rows"]:
             if e["mask"] == mask and "train" in e:
@@ -159,28 +142,22 @@ def plot(results, path):
                 marker="o", markersize=3,
                 linewidth=2.2 if name == BASELINE else 1.2,
                 color="black" if name == BASELINE else None,
-                label="MultiHeadAttention" if name == BASELINE else name,
+                label=report_utils.row_label(name),
             )
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("sequence length (batch = tokens / length)")
-        ax.set_ylabel("training step, ms (median)")
-        ax.set_title(f"{backend['backend']}, mask={mask}", fontsize=10)
-        ax.grid(True, which="both", alpha=0.3)
-    axes[0][-1].legend(fontsize=7, loc="upper left")
-    fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
+        report_utils.log_log_axes(
+            ax, "sequence length (batch = tokens / length)",
+            "training step, ms (median)",
+            f"{backend['backend']}, mask={mask}",
+        )
+    axes[-1].legend(fontsize=7, loc="upper left")
+    report_utils.save_figure(plt, fig, path)
 
 
 def summarize(results, run_dir):
     """Adds ratios, writes results.json, table.md and step_time.png."""
     add_ratios(results)
-    os.makedirs(run_dir, exist_ok=True)
-    with open(os.path.join(run_dir, "results.json"), "w") as f:
-        json.dump(results, f, indent=1)
+    report_utils.write_results(results, run_dir)
     table = format_table(results)
-    with open(os.path.join(run_dir, "table.md"), "w") as f:
-        f.write(table + "\n")
+    report_utils.write_table(table, run_dir)
     plot(results, os.path.join(run_dir, "step_time.png"))
     return table

@@ -12,6 +12,8 @@ each synthesizer's `batch_dependent`), so a new variant is tested without
 editing the tests.
 """
 
+import math
+
 import keras
 import numpy as np
 from keras import ops
@@ -62,6 +64,45 @@ def randomize(layer, seed=0, scale=0.5):
             (scale * rng.standard_normal(tuple(weight.shape))).astype(
                 keras.backend.standardize_dtype(weight.dtype)
             )
+        )
+
+
+def logit_path_params(variant, d, heads, k, length, rank):
+    """Parameters of the logit path (docs/design.md, "The variants") of
+    `variant` for width `d`, `heads` heads of size `k`, `max_length`
+    `length` and factorized rank `rank`, biases and mixture weights
+    included."""
+    a = math.ceil(math.sqrt(length))
+    b = math.ceil(length / a)
+    per_variant = {
+        "vanilla": 2 * (d * heads * k + heads * k),
+        "dense": d * heads * k + heads * k + heads * k * length
+        + heads * length,
+        "random": heads * length * length,
+        "fixed_random": heads * length * length,
+        "factorized_dense": d * heads * k + heads * k
+        + heads * k * (a + b) + heads * (a + b),
+        "factorized_random": 2 * heads * length * rank,
+    }
+    names = variant.split("+")
+    total = sum(per_variant[name] for name in names)
+    if len(names) > 1:
+        total += heads * len(names)
+    return total
+
+
+def assert_same_outputs_and_gradients(variables, out, grads, reference_out,
+                                      reference_grads):
+    """`out` and the gradients of `variables` are finite and equal to a
+    reference computation's (gradients relative to the largest, if above
+    1)."""
+    assert np.isfinite(out).all()
+    np.testing.assert_allclose(out, reference_out, rtol=1e-5, atol=1e-5)
+    for variable, grad, reference in zip(variables, grads, reference_grads):
+        assert np.isfinite(grad).all(), variable.path
+        scale = max(1.0, float(np.abs(reference).max()))
+        np.testing.assert_allclose(
+            grad / scale, reference / scale, atol=2e-5, err_msg=variable.path
         )
 
 

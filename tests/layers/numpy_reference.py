@@ -222,15 +222,11 @@ def masked_softmax(logits, mask=None):
     return np.where(total > 0, e / np.where(total > 0, total, 1.0), 0.0)
 
 
-def reference_attention(layer, query, value, key=None, query_mask=None,
-                        value_mask=None, key_mask=None, attention_mask=None,
-                        use_causal_mask=False, query_start_index=0):
-    """Recomputes `layer(query, value, key, ...)` in float64 NumPy.
-
-    Returns:
-        `(output, probs)`: output `(B, T, *output_shape)`, attention
-        probabilities `(B, H, T, S)`.
-    """
+def _reference_probs(layer, query, value, key, query_mask, value_mask,
+                     key_mask, attention_mask, use_causal_mask,
+                     query_start_index):
+    """The float64 inputs, the layer's weights, the logits, the merged
+    mask `(B, T, S)` (or `None`) and the probabilities `(B, H, T, S)`."""
     query = _f64(query)
     value = _f64(value)
     key = value if key is None else _f64(key)
@@ -241,6 +237,21 @@ def reference_attention(layer, query, value, key=None, query_mask=None,
     mask = combined_mask(B, T, S, query_mask, value_mask, key_mask,
                          attention_mask, use_causal_mask, query_start_index)
     probs = masked_softmax(logits, None if mask is None else mask[:, None])
+    return query, value, key, weights, logits, mask, probs
+
+
+def reference_attention(layer, query, value, key=None, query_mask=None,
+                        value_mask=None, key_mask=None, attention_mask=None,
+                        use_causal_mask=False, query_start_index=0):
+    """Recomputes `layer(query, value, key, ...)` in float64 NumPy.
+
+    Returns:
+        `(output, probs)`: output `(B, T, *output_shape)`, attention
+        probabilities `(B, H, T, S)`.
+    """
+    query, value, key, weights, logits, mask, probs = _reference_probs(
+        layer, query, value, key, query_mask, value_mask, key_mask,
+        attention_mask, use_causal_mask, query_start_index)
     values = _project(value, weights, "value")  # (B, S, H, kv)
     heads = np.einsum("bnts,bsnh->btnh", probs, values)
     w_out = weights["attention_output/kernel"]  # (H, kv, *out)
@@ -269,16 +280,10 @@ def tolerances(layer, query, value, key=None, query_mask=None,
     """
     policy = layer.dtype_policy
     eps = machine_epsilon(policy.compute_dtype)
-    query = _f64(query)
-    value = _f64(value)
-    key = value if key is None else _f64(key)
-    weights = layer_weights(layer)
-    B, T, S = query.shape[0], query.shape[1], value.shape[1]
-    logits = reference_logits(layer, query, value, key, query_start_index,
-                              weights=weights)
-    mask = combined_mask(B, T, S, query_mask, value_mask, key_mask,
-                         attention_mask, use_causal_mask, query_start_index)
-    probs = masked_softmax(logits, None if mask is None else mask[:, None])
+    query, value, key, weights, logits, mask, probs = _reference_probs(
+        layer, query, value, key, query_mask, value_mask, key_mask,
+        attention_mask, use_causal_mask, query_start_index)
+    T, S = logits.shape[-2], logits.shape[-1]
     kept = (np.ones(logits.shape, bool) if mask is None
             else np.broadcast_to(mask[:, None], logits.shape))
     # (B, H, T): the largest rounding error of a kept logit of the row.

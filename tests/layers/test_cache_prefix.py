@@ -16,7 +16,8 @@ from keras import ops
 from keras_synth.layers import SynthesizerAttention
 from keras_synth.layers import attention_cache
 from keras_synth.layers import attention_paths
-from tests.layers.test_cached_decoding import compiled
+from tests.layers.decoding_helpers import compiled
+from tests.layers.decoding_helpers import decode_step_by_step
 
 B, T, D, HEADS, MAX_LEN, BLOCK = 2, 8, 16, 2, 10, 3
 VARIANTS = ["random", "factorized_random", "dense", "factorized_dense",
@@ -91,20 +92,9 @@ def test_compiled_decoding_with_blocks_equals_causal_pass(variant, rows_read):
     assert rows_read == [T]
     del rows_read[:]
 
-    def decode(x):
-        cache = layer.initial_cache(B, MAX_LEN)
-        outputs = ops.zeros((B, T, D))
-
-        def body(t, state):
-            cache, outputs = state
-            x_t = ops.slice(x, (0, t, 0), (B, 1, D))
-            y_t, cache = layer(x_t, x_t, use_causal_mask=True, cache=cache,
-                               cache_update_index=t)
-            return cache, ops.slice_update(outputs, (0, t, 0), y_t)
-
-        return ops.fori_loop(0, T, body, (cache, outputs))[1]
-
-    stepped = ops.convert_to_numpy(compiled(decode)(x))
+    stepped = ops.convert_to_numpy(
+        compiled(lambda x: decode_step_by_step(layer, x, MAX_LEN)[0])(x)
+    )
     np.testing.assert_allclose(stepped, full, atol=1e-5, rtol=1e-5)
     if keras.backend.backend() == "torch":
         assert rows_read == list(range(1, T + 1))  # eager: exactly t + 1

@@ -15,15 +15,21 @@ from keras import ops
 from keras_synth.layers import SynthesizerAttention
 from keras_synth.layers import SynthesizerDecoder
 from keras_synth.layers import SynthesizerEncoder
+from keras_synth.layers import VARIANTS as SYNTHESIZER_VARIANTS
 from keras_synth.layers.block_utils import keras_nlp
+from keras_synth.models.generation_utils import decode_with_caches
+from keras_synth.models.generation_utils import (
+    initial_cross_attention_caches,
+)
+from keras_synth.models.generation_utils import (
+    initial_self_attention_caches,
+)
+from tests.layers.decoding_helpers import compiled
+from tests.layers.decoding_helpers import decode_step_by_step
+from tests.layers.layer_harness import randomize
 
-VARIANTS = [
-    "dense",
-    "random",
-    "fixed_random",
-    "factorized_dense",
-    "factorized_random",
-    "vanilla",
+# Every variant, and mixtures with and without a dot-product part.
+VARIANTS = list(SYNTHESIZER_VARIANTS) + [
     "random+vanilla",
     "dense+vanilla",
     "random+dense",
@@ -36,31 +42,6 @@ B, T, D, HEADS, MAX_LEN = 2, 7, 16, 2, 10
 TOL = dict(atol=1e-5, rtol=1e-5)
 
 
-def compiled(fn, xla=True):
-    """Compiles `fn` for the backend (PyTorch: Keras' loops run eagerly).
-
-    TensorFlow compiles with XLA (`jit_compile=True`, as keras-nlp's
-    `generate`) unless `xla=False` (a plain graph, faster to build).
-    """
-    backend = keras.backend.backend()
-    if backend == "jax":
-        import jax
-
-        return jax.jit(fn)
-    if backend == "tensorflow":
-        import tensorflow as tf
-
-        return tf.function(fn, jit_compile=xla)
-    return fn
-
-
-def _randomize(layer, seed=0):
-    """Non-trivial values for every weight (biases and mixtures too)."""
-    rng = np.random.default_rng(seed)
-    for weight in layer.weights:
-        weight.assign(0.5 * rng.standard_normal(weight.shape))
-
-
 def _np(x):
     return ops.convert_to_numpy(x)
 
@@ -71,7 +52,7 @@ def _attention(variant, key_dim=8):
         max_length=MAX_LEN, factorized_rank=3,
     )
     layer.build((B, T, D), (B, T, D))
-    _randomize(layer)
+    randomize(layer)
     return layer
 
 
@@ -95,23 +76,9 @@ def test_attention_step_by_step_equals_causal_pass(variant):
     x = np.random.default_rng(1).standard_normal((B, T, D)).astype("float32")
     full = _np(layer(x, x, use_causal_mask=True))
 
-    def decode(x):
-        cache = layer.initial_cache(B, MAX_LEN)
-        outputs = ops.zeros((B, T, D))
-
-        def body(t, state):
-            cache, outputs = state
-            x_t = ops.slice(x, (0, t, 0), (B, 1, D))
-            y_t, cache = layer(
-                x_t, x_t, use_causal_mask=True, cache=cache,
-                cache_update_index=t,
-            )
-            return cache, ops.slice_update(outputs, (0, t, 0), y_t)
-
-        cache, outputs = ops.fori_loop(0, T, body, (cache, outputs))
-        return outputs, cache
-
-    stepped, cache = compiled(decode)(x)
+    stepped, cache = compiled(
+        lambda x: decode_step_by_step(layer, x, MAX_LEN)
+    )(x)
     np.testing.assert_allclose(_np(stepped), full, **TOL)
     # The cache holds the projected values at rows 0..T-1, zeros after.
     values = _np(layer.value_dense(x))
@@ -159,7 +126,7 @@ def _decoder(variant, cross=None, normalize_first=False):
         factorized_rank=3, normalize_first=normalize_first,
     )
     layer.build((B, T, D), (B, 5, D) if cross else None)
-    _randomize(layer, seed=3)
+    randomize(layer, seed=3)
     return layer
 
 
@@ -306,7 +273,7 @@ class TinyLM:
         if encoder:
             layers.append(self.encoder)
         for layer in layers:
-            _randomize(layer, seed=seed + len(layer.weights))
+            randomize(layer, seed=seed + len(layer.weights))
 
     def encode(self, source):
         if self.encoder is None:
@@ -322,36 +289,25 @@ class TinyLM:
         return self.head(x)
 
     def initial_cache(self, batch_size, source_length):
-        self_caches = tuple(b.initial_cache(batch_size, LENGTH)
-                            for b in self.blocks)
+        self_caches = initial_self_attention_caches(
+            self.blocks, batch_size, LENGTH, None
+        )
         if self.encoder is None:
             return self_caches
-        cross = tuple(b.initial_cross_attention_cache(batch_size,
-                                                      source_length)
-                      for b in self.blocks)
-        return self_caches, cross
+        return self_caches, initial_cross_attention_caches(
+            self.blocks, batch_size, source_length, None
+        )
 
     def call_with_cache(self, token_ids, cache, index, encoded=None,
                         fill_cross=False):
         x = self.embedding(token_ids, start_index=index)
         if encoded is None:
-            new = []
-            for block, c in zip(self.blocks, cache):
-                x, c = block(x, self_attention_cache=c,
-                             self_attention_cache_update_index=index)
-                new.append(c)
-            return self.head(x), tuple(new)
-        new_self, new_cross = [], []
-        for block, c, cc in zip(self.blocks, *cache):
-            x, c, cc = block(
-                x, encoded, self_attention_cache=c,
-                self_attention_cache_update_index=index,
-                cross_attention_cache=cc,
-                cross_attention_cache_update_index=0 if fill_cross else None,
-            )
-            new_self.append(c)
-            new_cross.append(cc)
-        return self.head(x), (tuple(new_self), tuple(new_cross))
+            x, cache = decode_with_caches(self.blocks, x, cache, index)
+            return self.head(x), cache
+        x, self_caches, cross_caches = decode_with_caches(
+            self.blocks, x, cache[0], index, encoded, cache[1], fill_cross
+        )
+        return self.head(x), (self_caches, cross_caches)
 
     def generate(self, sampler, prompt, prompt_length, source=None,
                  cached=True):

@@ -20,6 +20,7 @@ from keras_synth.layers import attention_paths
 from keras_synth.layers import general_attention
 from tests.backend_utils import gradients
 from tests.layers.layer_harness import BATCH_INDEPENDENT as SHARED
+from tests.layers.layer_harness import assert_same_outputs_and_gradients
 from tests.layers.layer_harness import compiled
 BATCH, LENGTH, WIDTH, HEADS, KEY_DIM, MAX_LENGTH = 3, 7, 12, 2, 4, 9
 
@@ -158,14 +159,8 @@ def _assert_same_outputs_and_gradients(layer, kwargs):
                 gradients(loss, variables))
 
     (fast_out, fast_grads), (out, grads) = _both(layer, run)
-    assert np.isfinite(fast_out).all()
-    np.testing.assert_allclose(fast_out, out, rtol=1e-5, atol=1e-5)
-    for variable, fast_grad, grad in zip(variables, fast_grads, grads):
-        assert np.isfinite(fast_grad).all(), variable.path
-        scale = max(1.0, float(np.abs(grad).max()))
-        np.testing.assert_allclose(
-            fast_grad / scale, grad / scale, atol=2e-5, err_msg=variable.path
-        )
+    assert_same_outputs_and_gradients(variables, fast_out, fast_grads, out,
+                                      grads)
 
 
 def test_spread_logits_fall_back_exactly():

@@ -1,6 +1,6 @@
 """`SynthesizerDecoder`: a keras-nlp `TransformerDecoder` with synthesized attention."""
 
-import math
+import functools
 import os
 
 import keras
@@ -35,12 +35,6 @@ def _np(x):
     return ops.convert_to_numpy(x)
 
 
-def _randomize(layer, seed=0):
-    rng = np.random.default_rng(seed)
-    for weight in layer.weights:
-        weight.assign(0.5 * rng.standard_normal(weight.shape))
-
-
 def _decoder(variant, cross=None, normalize_first=False, **kwargs):
     layer = SynthesizerDecoder(
         intermediate_dim=FFN, num_heads=HEADS, synthesizer=variant,
@@ -48,7 +42,7 @@ def _decoder(variant, cross=None, normalize_first=False, **kwargs):
         factorized_rank=RANK, normalize_first=normalize_first, **kwargs,
     )
     layer.build((B, T, D), (B, S, D) if cross else None)
-    _randomize(layer, seed=2)
+    harness.randomize(layer, seed=2)
     return layer
 
 
@@ -61,23 +55,9 @@ def _inputs(seed=1):
     return x, enc, dec_padding, enc_padding
 
 
-def _logit_path_params(variant, d=D, heads=HEADS, k=K, length=MAX_LEN,
-                       rank=RANK):
-    a = math.ceil(math.sqrt(length))
-    b = math.ceil(length / a)
-    per_variant = {
-        "vanilla": 2 * (d * heads * k + heads * k),
-        "dense": d * heads * k + heads * k + heads * k * length
-        + heads * length,
-        "random": heads * length * length,
-        "fixed_random": heads * length * length,
-        "factorized_dense": d * heads * k + heads * k
-        + heads * k * (a + b) + heads * (a + b),
-        "factorized_random": 2 * heads * length * rank,
-    }
-    names = variant.split("+")
-    total = sum(per_variant[name] for name in names)
-    return total + (heads * len(names) if len(names) > 1 else 0)
+_logit_path_params = functools.partial(
+    harness.logit_path_params, d=D, heads=HEADS, k=K, length=MAX_LEN, rank=RANK
+)
 
 
 def _keras_nlp_decoder(cross, normalize_first=False):
@@ -86,7 +66,7 @@ def _keras_nlp_decoder(cross, normalize_first=False):
         normalize_first=normalize_first,
     )
     layer.build((B, T, D), (B, S, D) if cross else None)
-    _randomize(layer, seed=7)
+    harness.randomize(layer, seed=7)
     return layer
 
 
@@ -161,6 +141,21 @@ def _copy_keras_nlp_weights(ours, theirs):
         mine.set_weights(other.get_weights())
 
 
+def _cached_step(layer, x_t, t, enc, self_cache, cross_cache):
+    """Decoding step `t` of a decoder block (ours or keras-hub's) with
+    caches, filling the cross-attention cache (with `enc`) at `t = 0`.
+    Returns `(y, self_cache, cross_cache)`."""
+    kwargs = dict(self_attention_cache=self_cache,
+                  self_attention_cache_update_index=t)
+    if enc is None:
+        y, self_cache = layer(x_t, **kwargs)
+        return y, self_cache, cross_cache
+    return layer(
+        x_t, enc, cross_attention_cache=cross_cache,
+        cross_attention_cache_update_index=0 if t == 0 else None, **kwargs,
+    )
+
+
 @pytest.mark.parametrize("cross", [False, True], ids=["lm", "seq2seq"])
 @pytest.mark.parametrize("normalize_first", [False, True])
 def test_vanilla_equals_keras_nlp_decoder(cross, normalize_first):
@@ -187,16 +182,9 @@ def test_vanilla_equals_keras_nlp_decoder(cross, normalize_first):
     for t in range(T):
         step = {}
         for who, layer in (("ours", ours), ("theirs", theirs)):
-            c_self, c_cross = caches[who]
-            kwargs = dict(self_attention_cache=c_self,
-                          self_attention_cache_update_index=t)
-            if cross:
-                kwargs.update(cross_attention_cache=c_cross,
-                              cross_attention_cache_update_index=(
-                                  0 if t == 0 else None))
-                y, c_self, c_cross = layer(x[:, t:t + 1], enc, **kwargs)
-            else:
-                y, c_self = layer(x[:, t:t + 1], **kwargs)
+            y, c_self, c_cross = _cached_step(
+                layer, x[:, t:t + 1], t, enc if cross else None, *caches[who]
+            )
             caches[who] = (c_self, c_cross)
             step[who] = _np(y)
         np.testing.assert_allclose(step["ours"], step["theirs"], **TOL)
@@ -273,7 +261,7 @@ def test_keras_masks_equal_explicit_masks_through_a_stack(variant):
     """Keras masks of both sequences act as padding masks, in every block
     of a stack (the encoder output keeps its mask between blocks)."""
     blocks = [_decoder(variant, cross="random") for _ in range(2)]
-    _randomize(blocks[1], seed=9)
+    harness.randomize(blocks[1], seed=9)
     dec_tokens = np.array([[3, 1, 4, 1, 5, 9], [2, 6, 5, 3, 0, 0]])
     enc_tokens = np.array([[1, 2, 3, 4, 5], [6, 7, 0, 0, 0]])
     embedding = keras.layers.Embedding(10, D, mask_zero=True)
@@ -417,16 +405,9 @@ def test_pure_synthesizer_accepts_keras_hub_cache_layout(variant, cross):
     for name, (self_cache, cross_cache) in caches.items():
         outputs = []
         for t in range(T):
-            kwargs = dict(self_attention_cache=self_cache,
-                          self_attention_cache_update_index=t)
-            if cross:
-                kwargs.update(cross_attention_cache=cross_cache,
-                              cross_attention_cache_update_index=(
-                                  0 if t == 0 else None))
-                y, self_cache, cross_cache = layer(x[:, t:t + 1], enc,
-                                                   **kwargs)
-            else:
-                y, self_cache = layer(x[:, t:t + 1], **kwargs)
+            y, self_cache, cross_cache = _cached_step(
+                layer, x[:, t:t + 1], t, enc, self_cache, cross_cache
+            )
             outputs.append(_np(y))
         steps[name] = (np.concatenate(outputs, axis=1), self_cache,
                        cross_cache)

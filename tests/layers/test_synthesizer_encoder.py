@@ -1,6 +1,6 @@
 """`SynthesizerEncoder`: a keras-nlp `TransformerEncoder` with synthesized attention."""
 
-import math
+import functools
 import os
 
 import keras
@@ -26,12 +26,6 @@ def _np(x):
     return ops.convert_to_numpy(x)
 
 
-def _randomize(layer, seed=0):
-    rng = np.random.default_rng(seed)
-    for weight in layer.weights:
-        weight.assign(0.5 * rng.standard_normal(weight.shape))
-
-
 def _encoder(variant, normalize_first=False, **kwargs):
     layer = SynthesizerEncoder(
         intermediate_dim=FFN, num_heads=HEADS, synthesizer=variant,
@@ -39,7 +33,7 @@ def _encoder(variant, normalize_first=False, **kwargs):
         normalize_first=normalize_first, **kwargs,
     )
     layer.build((B, T, D))
-    _randomize(layer)
+    harness.randomize(layer)
     return layer
 
 
@@ -55,26 +49,9 @@ def _clone(layer):
     return clone
 
 
-def _logit_path_params(variant, d=D, heads=HEADS, k=K, length=MAX_LEN,
-                       rank=RANK):
-    """Parameters of the logit path (docs/design.md, "The variants"), biases included."""
-    a = math.ceil(math.sqrt(length))
-    b = math.ceil(length / a)
-    per_variant = {
-        "vanilla": 2 * (d * heads * k + heads * k),
-        "dense": d * heads * k + heads * k + heads * k * length
-        + heads * length,
-        "random": heads * length * length,
-        "fixed_random": heads * length * length,
-        "factorized_dense": d * heads * k + heads * k
-        + heads * k * (a + b) + heads * (a + b),
-        "factorized_random": 2 * heads * length * rank,
-    }
-    names = variant.split("+")
-    total = sum(per_variant[name] for name in names)
-    if len(names) > 1:
-        total += heads * len(names)
-    return total
+_logit_path_params = functools.partial(
+    harness.logit_path_params, d=D, heads=HEADS, k=K, length=MAX_LEN, rank=RANK
+)
 
 
 def _keras_nlp_encoder(normalize_first=False):
@@ -153,7 +130,7 @@ def _copy_keras_nlp_weights(ours, theirs):
 @pytest.mark.parametrize("normalize_first", [False, True])
 def test_vanilla_equals_keras_nlp_encoder(normalize_first):
     theirs = _keras_nlp_encoder(normalize_first)
-    _randomize(theirs, seed=5)
+    harness.randomize(theirs, seed=5)
     ours = _encoder("vanilla", normalize_first=normalize_first)
     _copy_keras_nlp_weights(ours, theirs)
     x, padding = _inputs()
