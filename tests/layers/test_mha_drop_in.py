@@ -11,7 +11,6 @@ import inspect
 import keras
 import numpy as np
 import pytest
-from keras import ops
 
 from keras_synth.layers import SynthesizerAttention
 from keras_synth.layers import general_attention

@@ -1,6 +1,5 @@
 """The GLUE recipe end to end (TensorFlow backend only)."""
 
-import json
 import os
 import time
 
