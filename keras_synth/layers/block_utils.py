@@ -17,6 +17,14 @@ from keras_synth.layers.keras_utils import get_keras_mask
 from keras_synth.layers.keras_utils import set_keras_mask
 from keras_synth.layers.synthesizer_attention import SynthesizerAttention
 
+# The one import of keras-nlp (keras-hub since 0.18; both names work): the
+# blocks and models take `keras_nlp` from here.
+try:
+    import keras_hub as keras_nlp
+except ImportError:  # pragma: no cover - older installs
+    import keras_nlp
+
+
 def check_synthesizer_arguments(num_heads, synthesizer_kwargs, prefix=""):
     """Raises the layer's own `ValueError` for bad synthesizer arguments.
 
