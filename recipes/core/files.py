@@ -221,12 +221,22 @@ def replace(src, dst):
         _gfile().rename(src, dst, overwrite=True)
 
 
+def _remove_before_writing(gfile, path):
+    """Deletes the file `path` if it exists: `ram://` appends to a file
+    opened for writing (or copied over) instead of replacing it."""
+    if gfile.exists(path) and not gfile.isdir(path):
+        gfile.remove(path)
+
+
 def copy(src, dst):
     """Copies the file `src` to `dst` (replacing it)."""
     if is_local(src) and is_local(dst):
         shutil.copyfile(src, dst)
     else:
-        _gfile().copy(src, dst, overwrite=True)
+        gfile = _gfile()
+        if not is_local(dst):
+            _remove_before_writing(gfile, dst)
+        gfile.copy(src, dst, overwrite=True)
 
 
 def copytree(src, dst):
@@ -311,22 +321,25 @@ def open(path, mode="r", encoding=None, newline=None):  # noqa: A001
     a path with a scheme a `tf.io.gfile.GFile` (binary modes), or a text
     file read whole into memory (`"r"`: `encoding` and `newline` as
     `open`'s) or written through (`"w"`, `"a"`: `encoding`, default
-    UTF-8)."""
+    UTF-8; no newline translation). `"w"` replaces an existing file
+    (deleted first: `ram://` would append to it)."""
     if is_local(path):
         if "b" in mode:
             return builtins.open(path, mode)
         return builtins.open(path, mode, encoding=encoding, newline=newline)
     gfile = _gfile()
+    if mode not in ("r", "w", "a", "rb", "wb", "ab"):
+        raise ValueError(f"Argument `mode` must be one of 'r', 'w', 'a', "
+                         f"'rb', 'wb', 'ab'. Received: mode={mode!r}")
+    if mode.startswith("w"):
+        _remove_before_writing(gfile, path)
     if "b" in mode:
         return gfile.GFile(path, mode)
     encoding = encoding or "utf-8"
     if mode == "r":
         with gfile.GFile(path, "rb") as f:
             return io.StringIO(f.read().decode(encoding), newline=newline)
-    if mode in ("w", "a"):
-        return _TextWriter(gfile.GFile(path, mode + "b"), encoding)
-    raise ValueError(f"Argument `mode` must be 'r', 'w', 'a' or a binary "
-                     f"mode. Received: mode={mode!r}")
+    return _TextWriter(gfile.GFile(path, mode + "b"), encoding)
 
 
 def read_bytes(path):
