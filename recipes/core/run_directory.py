@@ -219,6 +219,11 @@ class RunDirectory:
     killed run left); the other workers read the chief's files (the
     vocabulary, the backup), so every worker must see the same folder.
 
+    `path` may be a local folder or a folder on any file system
+    `tf.io.gfile` knows (`gs://bucket/run`): every file goes through
+    `recipes.core.files`, whose docstring says how writes stay atomic
+    without an atomic rename.
+
     Args:
         path: the directory (created).
         config: a dict of the run's arguments (`vars(args)`).

@@ -142,21 +142,25 @@ def test_input_paths_with_a_scheme_are_checked_with_gfile(ram):
         cli.check_input_paths(args, ["data_dir", "vocab_file"])
 
 
-@pytest.mark.parametrize("data_dir, message", [
-    ("ram://no/such/glue",
+@pytest.mark.parametrize("data_dir, model_dir, message", [
+    ("ram://no/such/glue", None,
      "Argument `--data_dir`: no such file or directory: 'ram://no/such/glue'"),
-    ("nosuch://bucket/glue",
+    ("nosuch://bucket/glue", None,
      "Argument `--data_dir`: the file system nosuch:// of "
      "'nosuch://bucket/glue' is not known to tf.io.gfile"),
+    (None, "gcs://bucket/run",
+     "Argument `--model_dir`: the file system gcs:// of 'gcs://bucket/run' "
+     "is not known to tf.io.gfile"),
 ])
-def test_a_data_path_with_a_scheme_is_one_line_error(tmp_path, data_dir,
-                                                     message):
+def test_a_path_with_a_scheme_is_checked_before_the_run(
+        tmp_path, data_dir, model_dir, message):
     pytest.importorskip("tensorflow")
-    # In a fresh process: TensorFlow is imported for tf.io.gfile, quietly.
+    # In a fresh process: TensorFlow is imported for tf.io.gfile, quietly;
+    # the error comes before the strategy, the data and the run directory.
+    argv = ["--task=sst2", f"--model_dir={model_dir or tmp_path}"] + (
+        [f"--data_dir={data_dir}"] if data_dir else [])
     code = ("import sys; from recipes.glue.train import main; "
-            "sys.exit(main(%r))" % [
-                "--task=sst2", f"--data_dir={data_dir}",
-                f"--model_dir={tmp_path}"])
+            "sys.exit(main(%r))" % argv)
     env = {k: v for k, v in os.environ.items()
            if k not in ("TF_CPP_MIN_LOG_LEVEL", "KERAS_BACKEND")}
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env,
