@@ -261,3 +261,20 @@ def test_builtin_glue_run_on_ram_and_its_resume(ram, tmp_path, monkeypatch):
     assert again["resumed_from_epoch"] == 2
     np.testing.assert_allclose(again["metrics"]["dev"]["accuracy"],
                                saved["metrics"]["dev"]["accuracy"])
+
+
+@requires_tensorflow_backend
+def test_attention_plots_on_ram(ram):
+    # matplotlib writes local files only: the figure goes through memory.
+    from recipes.glue import export as glue_export
+    from recipes.lm import model as lm_model
+
+    scores = [np.random.default_rng(0).random((2, 4, 4))]
+    for path in (
+            lm_model.plot_attention(scores, files.join(ram, "lm.png"), "lm"),
+            glue_export.plot_attention(files.join(ram, "plots", "glue.png"),
+                                       scores, ["a", "b", "c", "d"])):
+        assert path.startswith(ram)
+        data = files.read_bytes(path)
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 1000
+    assert not os.path.exists("ram:")
