@@ -61,11 +61,27 @@ def check_input_paths(args, flags):
     (names of `args` attributes) that is given but does not exist.
 
     Called before TensorFlow is imported, so that a typo is reported at
-    once; the recipes' own readers check the contents later.
+    once; the recipes' own readers check the contents later. A path with a
+    scheme (`gs://bucket/glue`, any file system `tf.io.gfile` knows) is
+    checked with `tf.io.gfile` (TensorFlow is then imported, quietly unless
+    `--tf_logs`); an unknown scheme is an error naming the flag, also for
+    `--model_dir` (an output: only its file system is checked).
     """
-    for flag in flags:
-        path = getattr(args, flag, None)
-        if path and not os.path.exists(path):
+    from recipes.core import files
+
+    paths = {flag: getattr(args, flag, None) for flag in flags}
+    model_dir = getattr(args, "model_dir", None)
+    if (any(path and not files.is_local(path)
+            for path in [model_dir, *paths.values()])
+            and "tensorflow" not in sys.modules
+            and not getattr(args, "tf_logs", False)):
+        import_quietly(("tensorflow",))
+    if model_dir:
+        files.check_filesystem(model_dir, "model_dir")
+    for flag, path in paths.items():
+        if path:
+            files.check_filesystem(path, flag)
+        if path and not files.exists(path):
             raise ValueError(
                 f"Argument `--{flag}`: no such file or directory: {path!r}. "
                 f"Received: --{flag}={path}")

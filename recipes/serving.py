@@ -7,10 +7,11 @@ build with the tensorflow-text ops). `usage` describes an export; the
 recipes write it as `export/assets/README.md` (`write_export`) and into
 `results.json`.
 
-Pure Python.
+Pure Python (an export at a `gs://` path is written through
+`recipes.core.files`).
 """
 
-import os
+from recipes.core import files
 
 NEEDS = ("tensorflow and tensorflow-text (same version as tensorflow): the "
          "tokenizer inside the graph uses tensorflow-text's ops, so run "
@@ -63,11 +64,10 @@ def usage(path, signature, inputs, outputs, example):
 
 def write_readme(export_dir, description):
     """Writes `description["readme"]` as `<export_dir>/assets/README.md`."""
-    folder = os.path.join(export_dir, "assets")
-    os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, "README.md")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(description["readme"])
+    folder = files.join(export_dir, "assets")
+    files.makedirs(folder)
+    path = files.join(folder, "README.md")
+    files.write_text(path, description["readme"])
     return path
 
 

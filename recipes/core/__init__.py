@@ -5,6 +5,8 @@
   (created first; multi-worker clusters from `TF_CONFIG`, bounded in
   time), precision, the chief process, what the chief prepares for the
   other workers (`chief_first`), and the entry point `run_main`.
+- `files`: every file operation, on local paths (Python's `os`, `open`)
+  and on `gs://` and other `tf.io.gfile` file systems.
 - `data_files`: `DataError` and data-file checks.
 - `vocabulary`: WordPiece vocabularies (learned, read, saved).
 - `run_directory`: `RunDirectory`, atomic writes, JSON files and the

@@ -21,8 +21,8 @@ Importing this module needs no TensorFlow: the callbacks are built when
 
 import csv
 import json
-import os
 
+from recipes.core import files
 from recipes.core.run_directory import atomic_write
 
 # The names Keras' BackupAndRestore reads in its backup folder.
@@ -35,10 +35,10 @@ _MISSING = "NA"
 def backup_epoch(backup_dir):
     """The number of finished epochs in the backup at `backup_dir` (0 when
     there is none): where a restarted `fit` continues."""
-    path = os.path.join(backup_dir, _BACKUP_METADATA)
-    if not os.path.isfile(path):
+    path = files.join(backup_dir, _BACKUP_METADATA)
+    if not files.isfile(path):
         return 0
-    with open(path, encoding="utf-8") as f:
+    with files.open(path, encoding="utf-8") as f:
         return int(json.load(f)["epoch"])
 
 
@@ -64,15 +64,43 @@ def _make_backup_class():
                 return
 
             def write(tmp):
-                os.makedirs(tmp)
-                self.model.save_weights(os.path.join(tmp, _BACKUP_WEIGHTS))
-                with open(os.path.join(tmp, _BACKUP_METADATA), "w",
-                          encoding="utf-8") as f:
+                files.makedirs(tmp, exist_ok=False)
+                # Keras writes remote weights through a local file.
+                self.model.save_weights(files.join(tmp, _BACKUP_WEIGHTS))
+                with files.open(files.join(tmp, _BACKUP_METADATA), "w",
+                                encoding="utf-8") as f:
                     json.dump({"epoch": epoch + 1, "batch": 0}, f)
 
             atomic_write(self.backup_dir, write)
 
     return AtomicBackupAndRestore
+
+
+def _make_history_class():
+    import keras
+
+    class HistoryLogger(keras.callbacks.CSVLogger):
+        """`keras.callbacks.CSVLogger`, also on a path with a scheme
+        (`gs://`): Keras opens it with `tf.io.gfile.GFile`, which has no
+        `closed` attribute for CSVLogger's `on_train_begin` and
+        `on_train_end` to read; here such a file is closed and forgotten
+        first."""
+
+        def _close_remote_file(self):
+            if self.csv_file is not None and not files.is_local(
+                    self.filename):
+                self.csv_file.close()
+                self.csv_file = None
+
+        def on_train_begin(self, logs=None):
+            self._close_remote_file()
+            super().on_train_begin(logs)
+
+        def on_train_end(self, logs=None):
+            self._close_remote_file()
+            super().on_train_end(logs)
+
+    return HistoryLogger
 
 
 def backup_and_restore(backup_dir, chief=True):
@@ -99,7 +127,7 @@ def _complete_rows(path):
     `CSVLogger` file at `path` (a row without its line end, or with a
     field that is not a number, was cut short by a kill); None stands for
     a value the epoch did not have."""
-    with open(path, encoding="utf-8", newline="") as f:
+    with files.open(path, encoding="utf-8", newline="") as f:
         lines = f.read().splitlines(keepends=True)
     if lines and not lines[-1].endswith("\n"):
         lines.pop()
@@ -121,7 +149,7 @@ def _complete_rows(path):
 def read_history(path):
     """The rows of a `CSVLogger` file as dicts of floats with `epoch`
     counted from 1; a half-written last row is left out."""
-    if not os.path.isfile(path):
+    if not files.isfile(path):
         return []
     header, rows = _complete_rows(path)
     history = []
@@ -138,7 +166,7 @@ def truncate_history(path, epochs):
     `CSVLogger` file at `path`, rewritten atomically: a run killed after
     logging an epoch but before backing it up repeats that epoch, whose
     row must not appear twice."""
-    if not os.path.isfile(path):
+    if not files.isfile(path):
         return
     header, rows = _complete_rows(path)
     if header is None:
@@ -150,7 +178,7 @@ def truncate_history(path, epochs):
             kept[epoch] = row
 
     def write(tmp):
-        with open(tmp, "w", encoding="utf-8", newline="") as f:
+        with files.open(tmp, "w", encoding="utf-8", newline="") as f:
             writer = csv.writer(f, lineterminator="\n")
             writer.writerow(header)
             writer.writerows(kept[k] for k in sorted(kept))
@@ -169,8 +197,8 @@ def run_callbacks(run_dir, tensorboard=True):
 
     callbacks = []
     if run_dir.is_chief:
-        callbacks.append(keras.callbacks.CSVLogger(run_dir.history_path,
-                                                   append=True))
+        callbacks.append(_make_history_class()(run_dir.history_path,
+                                               append=True))
         if tensorboard:
             callbacks.append(keras.callbacks.TensorBoard(run_dir.log_dir))
     callbacks.append(backup_and_restore(run_dir.backup_dir,

@@ -1,6 +1,7 @@
-"""Data-file checks shared by the recipes (pure Python, every backend)."""
+"""Data-file checks shared by the recipes (pure Python, every backend;
+paths with a scheme such as `gs://` through `recipes.core.files`)."""
 
-import os
+from recipes.core import files
 
 
 class DataError(ValueError):
@@ -13,10 +14,10 @@ def check_data_file(path, what="data file"):
     Raises:
         DataError: naming `what` was expected and where.
     """
-    if not os.path.exists(path):
+    if not files.exists(path):
         raise DataError(f"Expected the {what} at {path}; no such file.")
-    if not os.path.isfile(path):
+    if not files.isfile(path):
         raise DataError(f"Expected the {what} at {path}; it is not a file.")
-    if os.path.getsize(path) == 0:
+    if files.getsize(path) == 0:
         raise DataError(f"The {what} at {path} is empty.")
     return path

@@ -21,7 +21,10 @@ def add_common_flags(parser, default_batch_size=32, default_epochs=3,
     group.add_argument("--model_dir", default=None,
                        help="Run directory: checkpoints (resumed when the "
                        "run is started again with the same arguments), "
-                       "TensorBoard logs, results.json, vocabulary, export."
+                       "TensorBoard logs, results.json, vocabulary, export. "
+                       "A local folder or a bucket (gs://bucket/run: any "
+                       "file system tf.io.gfile knows; see "
+                       "docs/cloud_storage.md)."
                        + (f" Default: {model_dir_default}."
                           if model_dir_default else ""))
     group.add_argument("--vocab_file", default=None,

@@ -5,6 +5,7 @@ half-written file that a restart would load."""
 import json
 import os
 
+from recipes.core import files
 from recipes.core.runtime import is_chief
 
 # Flags that don't change what a run computes: a run directory may be reused
@@ -22,8 +23,8 @@ TMP_PREFIX = ".tmp-"
 def temporary_path(path):
     """A temporary name for `path` in the same folder (so that renaming it
     to `path` is atomic); it keeps `path`'s ending (e.g. `.weights.h5`)."""
-    folder, name = os.path.split(os.path.abspath(path))
-    return os.path.join(folder, f"{TMP_PREFIX}{os.getpid()}-{name}")
+    folder, name = files.split(files.abspath(path))
+    return files.join(folder, f"{TMP_PREFIX}{os.getpid()}-{name}")
 
 
 def atomic_write(path, write):
@@ -38,7 +39,15 @@ def atomic_write(path, write):
     leaves no `path` but a complete new folder, which
     `remove_temporary_files` renames to `path`; it removes every other
     leftover temporary name.
+
+    `write` writes through `recipes.core.files` (or any writer that knows
+    the path's file system). On a file system with a scheme (`gs://`,
+    `ram://`: no atomic rename), a file is renamed over `path` with
+    `tf.io.gfile.rename` and a folder is copied to `path` once a sentinel
+    says it is complete (see `recipes.core.files`).
     """
+    if not files.is_local(path):
+        return _atomic_write_without_rename(path, write)
     import shutil
 
     tmp = temporary_path(path)
@@ -69,12 +78,60 @@ def atomic_write(path, write):
 
 
 _OLD_PREFIX = f"{TMP_PREFIX}old-"
+# Next to a complete new folder on a file system without atomic renames:
+# the new folder is being copied to its destination.
+_DONE_PREFIX = f"{TMP_PREFIX}done-"
 
 
 def _old_folder_path(path):
     """Where `atomic_write` moves the previous folder `path` aside."""
-    folder, name = os.path.split(os.path.abspath(path))
-    return os.path.join(folder, f"{_OLD_PREFIX}{os.getpid()}-{name}")
+    folder, name = files.split(files.abspath(path))
+    return files.join(folder, f"{_OLD_PREFIX}{os.getpid()}-{name}")
+
+
+def _done_path(path):
+    """The sentinel saying that `temporary_path(path)` is complete."""
+    folder, name = files.split(files.abspath(path))
+    return files.join(folder, f"{_DONE_PREFIX}{os.getpid()}-{name}")
+
+
+def _atomic_write_without_rename(path, write):
+    """`atomic_write` on a file system with a scheme (see
+    `recipes.core.files`): a file renamed with `tf.io.gfile.rename`, a
+    folder copied once its sentinel is written."""
+    tmp, done = temporary_path(path), _done_path(path)
+    for leftover in (tmp, done):
+        if files.isdir(leftover):
+            files.rmtree(leftover)
+        elif files.exists(leftover):
+            files.remove(leftover)
+    try:
+        write(tmp)
+        if not files.isdir(tmp):
+            files.replace(tmp, path)
+            return path
+        files.write_text(done, "")
+    except BaseException:
+        if files.isdir(tmp):
+            files.rmtree(tmp, ignore_errors=True)
+        elif files.exists(tmp):
+            files.remove(tmp)
+        raise
+    # From here on `tmp` is complete: a restart copies it again if killed.
+    _copy_complete_folder(tmp, path, done)
+    return path
+
+
+def _copy_complete_folder(new, path, done):
+    """Replaces the folder `path` by the complete folder `new`, then deletes
+    the sentinel `done` and `new`."""
+    if files.isdir(path):
+        files.rmtree(path)
+    elif files.exists(path):
+        files.remove(path)
+    files.copytree(new, path)
+    files.remove(done)
+    files.rmtree(new, ignore_errors=True)
 
 
 def _recover_replaced_folders(folder):
@@ -82,39 +139,46 @@ def _recover_replaced_folders(folder):
     two renames: the previous folder is aside and `name` is missing, so
     the new folder (complete: the previous one is moved aside only once the
     new one is written) becomes `name`, or, if it is gone, the previous
-    folder comes back."""
-    for entry in os.listdir(folder):
+    folder comes back. On a file system without atomic renames, copies
+    again the complete new folders whose sentinel is left."""
+    for entry in files.listdir(folder):
+        if entry.startswith(_DONE_PREFIX):
+            pid, sep, name = entry[len(_DONE_PREFIX):].partition("-")
+            new = files.join(folder, f"{TMP_PREFIX}{pid}-{name}")
+            done = files.join(folder, entry)
+            if pid.isdigit() and sep and name and files.isdir(new):
+                _copy_complete_folder(new, files.join(folder, name), done)
+            continue
         if not entry.startswith(_OLD_PREFIX):
             continue
         pid, sep, name = entry[len(_OLD_PREFIX):].partition("-")
         if not (pid.isdigit() and sep and name):
             continue
-        path = os.path.join(folder, name)
-        new = os.path.join(folder, f"{TMP_PREFIX}{pid}-{name}")
-        if os.path.exists(path):
+        path = files.join(folder, name)
+        new = files.join(folder, f"{TMP_PREFIX}{pid}-{name}")
+        if files.exists(path):
             continue
-        if os.path.isdir(new):
-            os.replace(new, path)
+        if files.isdir(new):
+            files.replace(new, path)
         else:
-            os.replace(os.path.join(folder, entry), path)
+            files.replace(files.join(folder, entry), path)
 
 
 def remove_temporary_files(folder):
     """Removes what an interrupted `atomic_write` left in `folder`, after
-    completing a folder replacement killed between its two renames."""
-    import shutil
-
-    if not os.path.isdir(folder):
+    completing a folder replacement killed between its two renames (or,
+    without atomic renames, while copying a complete new folder)."""
+    if not files.isdir(folder):
         return []
     _recover_replaced_folders(folder)
     removed = []
-    for name in os.listdir(folder):
+    for name in files.listdir(folder):
         if name.startswith(TMP_PREFIX):
-            path = os.path.join(folder, name)
-            if os.path.isdir(path):
-                shutil.rmtree(path, ignore_errors=True)
+            path = files.join(folder, name)
+            if files.isdir(path):
+                files.rmtree(path, ignore_errors=True)
             else:
-                os.remove(path)
+                files.remove(path)
             removed.append(path)
     return removed
 
@@ -122,7 +186,7 @@ def remove_temporary_files(folder):
 def write_json(path, data):
     """Writes `data` as indented JSON, atomically (tmp file + rename)."""
     def write(tmp):
-        with open(tmp, "w", encoding="utf-8") as f:
+        with files.open(tmp, "w", encoding="utf-8") as f:
             json.dump(data, f, indent=2, sort_keys=False, default=str)
             f.write("\n")
 
@@ -130,7 +194,7 @@ def write_json(path, data):
 
 
 def read_json(path):
-    with open(path, encoding="utf-8") as f:
+    with files.open(path, encoding="utf-8") as f:
         return json.load(f)
 
 
@@ -155,6 +219,11 @@ class RunDirectory:
     killed run left); the other workers read the chief's files (the
     vocabulary, the backup), so every worker must see the same folder.
 
+    `path` may be a local folder or a folder on any file system
+    `tf.io.gfile` knows (`gs://bucket/run`): every file goes through
+    `recipes.core.files`, whose docstring says how writes stay atomic
+    without an atomic rename.
+
     Args:
         path: the directory (created).
         config: a dict of the run's arguments (`vars(args)`).
@@ -162,7 +231,8 @@ class RunDirectory:
     """
 
     def __init__(self, path, config, runtime_flags=RUNTIME_FLAGS):
-        self.root = os.path.abspath(path)
+        files.check_filesystem(path, "model_dir")
+        self.root = files.abspath(path)
         self.config = dict(config)
         self.runtime_flags = frozenset(runtime_flags)
         self.is_chief = is_chief()
@@ -171,17 +241,17 @@ class RunDirectory:
         self.log_dir = self.path("logs")
         if not self.is_chief:
             return
-        os.makedirs(self.root, exist_ok=True)
+        files.makedirs(self.root)
         self._check_config()
         # What a killed run was writing when it died is never loaded.
         remove_temporary_files(self.root)
 
     def path(self, *names):
-        return os.path.join(self.root, *names)
+        return files.join(self.root, *names)
 
     def _check_config(self):
         saved_path = self.path("args.json")
-        if os.path.isfile(saved_path):
+        if files.isfile(saved_path):
             saved = read_json(saved_path)
             keys = (set(saved) | set(self.config)) - self.runtime_flags
             differences = {

@@ -1,9 +1,9 @@
 """WordPiece vocabularies: learned from the training text or read from a
 file, checked, saved in the run directory."""
 
-import os
 import time
 
+from recipes.core import files
 from recipes.core.data_files import DataError
 from recipes.core.data_files import check_data_file
 
@@ -32,7 +32,7 @@ def load_vocabulary(path, reserved_tokens=RESERVED_TOKENS):
         DataError: the file is missing or empty, or lacks a reserved token.
     """
     check_data_file(path, "vocabulary file (one token a line)")
-    with open(path, encoding="utf-8") as f:
+    with files.open(path, encoding="utf-8") as f:
         vocab = [line.rstrip("\n") for line in f if line.rstrip("\n")]
     missing = [t for t in reserved_tokens if t not in vocab]
     if missing:
@@ -49,7 +49,7 @@ def load_vocabulary(path, reserved_tokens=RESERVED_TOKENS):
 
 
 def save_vocabulary(vocab, path):
-    with open(path, "w", encoding="utf-8") as f:
+    with files.open(path, "w", encoding="utf-8") as f:
         for token in vocab:
             f.write(token + "\n")
 
@@ -75,7 +75,7 @@ def prepare_vocabulary(run_dir, texts, vocab_file=None, vocab_size=8000,
     `filename`.
     """
     saved = run_dir.path(filename)
-    if os.path.isfile(saved):
+    if files.isfile(saved):
         return load_vocabulary(saved)
     if vocab_file:
         vocab = load_vocabulary(vocab_file)

@@ -1,12 +1,11 @@
 """SavedModel export (raw strings in, predictions out), the preset and
 attention plots."""
 
-import os
-
 import numpy as np
 
 from keras_synth.models import export_text_classifier
 from recipes import serving
+from recipes.core import files
 from recipes.core import run_directory
 
 
@@ -40,9 +39,14 @@ def export_saved_model(path, model, preprocessor, task):
 
 def save_preset(path, model, preprocessor):
     """Saves `model` with `preprocessor` as a keras-hub preset directory
-    (`SynthesizerTextClassifier.from_preset(path)` takes raw strings)."""
+    (`SynthesizerTextClassifier.from_preset(path)` takes raw strings).
+
+    keras-hub writes presets with local file operations: for a `path`
+    with a scheme (`gs://`), the preset is written to a local temporary
+    folder, then copied (`files.write_locally`)."""
     model.preprocessor = preprocessor
-    run_directory.atomic_write(path, model.save_to_preset)
+    run_directory.atomic_write(path, lambda tmp: files.write_locally(
+        tmp, model.save_to_preset))
     return path
 
 
@@ -135,8 +139,8 @@ def plot_attention(path, scores, tokens, title="", caption=""):
     bar = fig.colorbar(image, ax=axes, fraction=0.03, pad=0.02)
     bar.set_label("attention weight", fontsize=7)
     bar.ax.tick_params(labelsize=6)
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    fig.savefig(path, dpi=130)
+    files.makedirs(files.dirname(path) or ".")
+    files.save_figure(fig, path, dpi=130)
     plt.close(fig)
     return path
 

@@ -39,7 +39,7 @@ def build_parser():
     group.add_argument(
         "--data_dir", default=None,
         help="GLUE's TSV files (the GLUE root holding SST-2/, MNLI/, ... or "
-        "the task's folder). Without it: tensorflow_datasets glue/<task> "
+        "the task's folder; local or gs://...). Without it: tensorflow_datasets glue/<task> "
         "(needs a download).")
     group.add_argument("--tfds_data_dir", default=None,
                        help="data_dir of tensorflow_datasets (default: "

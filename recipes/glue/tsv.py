@@ -10,9 +10,9 @@ and no labels.
 
 import csv
 import dataclasses
-import os
 import sys
 
+from recipes.core import files
 from recipes.core.data_files import DataError
 
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
@@ -40,9 +40,9 @@ class Split:
 
 
 def _rows(path):
-    if not os.path.isfile(path):
+    if not files.isfile(path):
         raise DataError(f"Data file not found: {path}")
-    with open(path, encoding="utf-8-sig", newline="") as f:
+    with files.open(path, encoding="utf-8-sig", newline="") as f:
         reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
         for line, row in enumerate(reader, start=1):
             if row == [] or row == [""]:
@@ -152,24 +152,24 @@ def find_task_dir(data_dir, task):
     Raises:
         DataError: neither holds the task's training file.
     """
-    if not os.path.isdir(data_dir):
+    if not files.isdir(data_dir):
         raise DataError(
             f"--data_dir={data_dir} is not a directory. Expected GLUE's "
-            f"layout: {os.path.join(data_dir, task.glue_dir, 'train.tsv')}, "
+            f"layout: {files.join(data_dir, task.glue_dir, 'train.tsv')}, "
             "... (or the task folder itself)."
         )
-    candidates = [os.path.join(data_dir, task.glue_dir), data_dir]
+    candidates = [files.join(data_dir, task.glue_dir), data_dir]
     for folder in candidates:
-        if os.path.isfile(os.path.join(folder, "train.tsv")):
+        if files.isfile(files.join(folder, "train.tsv")):
             return folder
-    expected = [os.path.join(candidates[0], "train.tsv")] + [
-        os.path.join(candidates[0], f) for f, *_ in task.eval_splits.values()
+    expected = [files.join(candidates[0], "train.tsv")] + [
+        files.join(candidates[0], f) for f, *_ in task.eval_splits.values()
     ]
     raise DataError(
         f"--data_dir={data_dir} has no files of task {task.name!r}. "
         f"Expected GLUE's {task.glue_dir} layout: {', '.join(expected)} "
-        f"(or {os.path.join(data_dir, 'train.tsv')} when --data_dir is the "
-        f"task folder). Found: {sorted(os.listdir(data_dir))[:10]}"
+        f"(or {files.join(data_dir, 'train.tsv')} when --data_dir is the "
+        f"task folder). Found: {sorted(files.listdir(data_dir))[:10]}"
     )
 
 
@@ -181,22 +181,22 @@ def read_task_dir(folder, task, with_test=True):
         `{name: Split}`. Test files are optional (GLUE's test labels are
         hidden; their predictions go into a submission file).
     """
-    train = read_tsv(os.path.join(folder, "train.tsv"), task)
+    train = read_tsv(files.join(folder, "train.tsv"), task)
     evals = {}
     for split, (filename, *_) in task.eval_splits.items():
-        path = os.path.join(folder, filename)
-        if not os.path.isfile(path):
+        path = files.join(folder, filename)
+        if not files.isfile(path):
             raise DataError(
                 f"Task {task.name!r}: evaluation file {path} not found. "
                 f"Expected {', '.join(f for f, *_ in task.eval_splits.values())}"
-                f" next to {os.path.join(folder, 'train.tsv')}."
+                f" next to {files.join(folder, 'train.tsv')}."
             )
         evals[split] = read_tsv(path, task)
     tests = {}
     if with_test:
         for split, (filename, *_) in task.test_splits.items():
-            path = os.path.join(folder, filename)
-            if os.path.isfile(path):
+            path = files.join(folder, filename)
+            if files.isfile(path):
                 tests[split] = read_tsv(path, task, labeled=False)
     return train, evals, tests
 
@@ -207,8 +207,8 @@ def write_submission(path, task, ids, predictions):
     Labels are written as GLUE expects them: label names for MNLI, QNLI and
     RTE, `0`/`1` for the binary tasks, scores clipped to [0, 5] for STS-B.
     """
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path, "w", encoding="utf-8", newline="") as f:
+    files.makedirs(files.dirname(path) or ".")
+    with files.open(path, "w", encoding="utf-8", newline="") as f:
         f.write("index\tprediction\n")
         for i, p in zip(ids, predictions):
             if task.is_regression:

@@ -21,11 +21,11 @@ time and 0 elsewhere (padding, or context already scored by an earlier
 window with a sliding `eval_stride`).
 """
 
-import gzip
 import os
 
 import numpy as np
 
+from recipes.core import files
 from recipes.core.data_files import DataError
 from recipes.core.data_files import check_data_file
 
@@ -52,12 +52,8 @@ def read_text_file(path, what="text file"):
     """
     check_data_file(path, what)
     try:
-        if path.endswith(".gz"):
-            with gzip.open(path, "rb") as f:
-                raw = f.read()
-        else:
-            with open(path, "rb") as f:
-                raw = f.read()
+        raw = (files.read_gzip(path) if path.endswith(".gz")
+               else files.read_bytes(path))
     except (OSError, EOFError) as error:
         raise DataError(
             f"Could not read the {what} {path} ({error}); expected "

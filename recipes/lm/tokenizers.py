@@ -1,8 +1,6 @@
 """The recipe's tokenizers (`--tokenizer=char|byte|wordpiece`) and the
 encoding of whole splits to token ids."""
 
-import json
-import os
 import time
 
 import numpy as np
@@ -12,6 +10,7 @@ import keras
 from keras_synth.models import SynthesizerCharTokenizer
 from keras_synth.models import SynthesizerTokenizer
 from keras_synth.models import learn_wordpiece_vocabulary
+from recipes.core import files
 from recipes.core import run_directory
 from recipes.core.vocabulary import load_vocabulary
 from recipes.lm.data import TOKENIZERS
@@ -137,9 +136,8 @@ def prepare_tokenizer(run_dir, args, train_text, log=print):
     saved = run_dir.path("vocabulary.json")
     vocabulary = None
     if args.tokenizer != "byte":
-        if os.path.isfile(saved):
-            with open(saved, encoding="utf-8") as f:
-                vocabulary = json.load(f)
+        if files.isfile(saved):
+            vocabulary = run_directory.read_json(saved)
         elif args.vocab_file:
             vocabulary = load_vocabulary(args.vocab_file)
     start = time.time()
@@ -149,7 +147,7 @@ def prepare_tokenizer(run_dir, args, train_text, log=print):
         log(f"Learned a {args.tokenizer} vocabulary of "
             f"{tokenizer.vocabulary_size()} tokens in "
             f"{time.time() - start:.1f}s.")
-    if run_dir.is_chief and not os.path.isfile(saved) and (
+    if run_dir.is_chief and not files.isfile(saved) and (
             args.tokenizer != "byte"):
         run_directory.write_json(saved, vocabulary_of(tokenizer))
     return tokenizer

@@ -24,6 +24,7 @@ import time
 
 from recipes import cli
 from recipes.core import experiment
+from recipes.core import files
 from recipes.core import flags
 from recipes.core import run_directory
 from recipes.core import runtime
@@ -342,9 +343,8 @@ def run(args, log=print):
                 "sentences/s).")
             if run_dir.is_chief:
                 path = run_dir.path(f"hypotheses.{split}.{args.tgt}")
-                with open(path, "w", encoding="utf-8") as f:
-                    for line in hypotheses:
-                        f.write(line + "\n")
+                files.write_text(path, "".join(
+                    line + "\n" for line in hypotheses))
                 hypothesis_files[split] = path
         if hypothesis_files:
             log("Hypotheses: " + ", ".join(hypothesis_files.values()))
