@@ -9,6 +9,16 @@ new random examples per property test instead. The long search of README
     KERAS_SYNTH_HYPOTHESIS_EXAMPLES=2500 KERAS_BACKEND=tensorflow \
         python -m pytest -q tests/layers/test_synthesizer_attention_properties.py \
         --hypothesis-show-statistics
+
+Precision: the tests compare float32 results with tolerances down to
+1e-5, which hold for true float32 products. NVIDIA GPUs from Ampere on
+run float32 matrix products in TensorFloat-32 by default (about 1e-3
+relative), so the suite turns TF32 off at start on the backend it runs
+on (TensorFlow: `enable_tensor_float_32_execution(False)`; JAX:
+`jax_default_matmul_precision="highest"`; PyTorch: `allow_tf32 = False`
+for matmuls and cuDNN). The recipes (and their tests) run on the
+TensorFlow backend only. On a CPU this changes nothing. See
+docs/devices.md.
 """
 
 import os
@@ -30,3 +40,26 @@ settings.register_profile(
     derandomize=not _EXAMPLES,
 )
 settings.load_profile("keras_synth")
+
+
+def _full_float32_matmuls():
+    """Turns TensorFloat-32 off for the backend under test."""
+    import keras
+
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        tf.config.experimental.enable_tensor_float_32_execution(False)
+    if backend == "jax":
+        import jax
+
+        jax.config.update("jax_default_matmul_precision", "highest")
+    if backend == "torch":
+        import torch
+
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+
+
+_full_float32_matmuls()

@@ -1,6 +1,12 @@
 """The training benchmark's rows and backends: a layer, its data, and its
 compiled training step and forward pass on TensorFlow (XLA), JAX (jit) and
-PyTorch (eager, and `torch.compile` with `--torch_compile`)."""
+PyTorch (eager, and `torch.compile` with `--torch_compile`).
+
+PyTorch runs asynchronously on a GPU: its inputs are made on the device of
+the layer's weights (`torch_device`), and every timed call, the matmul
+baseline's too, ends with `torch.cuda.synchronize` there (`synchronize`),
+so that a time is the time the GPU took, not the time to queue its work.
+"""
 
 import math
 import statistics
@@ -30,6 +36,9 @@ class Row:
         self.causal = mask == "causal"
         self.times = {"train": [], "forward": []}
         self.memory = {}
+        # The torch.device the row computes on (PyTorch only): timed calls
+        # synchronize it.
+        self.device = None
 
     def call(self, x, value_mask, training=None):
         kwargs = {}
@@ -74,11 +83,18 @@ class Backend:
         return fn(row) if fn else {}
 
     def run(self, row, kind):
+        """Seconds one call of `row.fns[kind]` takes, its device's queued
+        work done before and after (PyTorch on CUDA; the other backends'
+        functions return once their results are ready)."""
+        synchronize(row.device)
         start = time.perf_counter()
         row.fns[kind]()
+        synchronize(row.device)
         return time.perf_counter() - start
 
     def matmul_gflops(self, n=1024, repetitions=5):
+        """GFLOP/s of an `n x n` float32 matrix product on the device the
+        rows run on (each call returns once the product is done)."""
         fn = getattr(self, f"_matmul_{self.name}")(n)
         fn()
         fn()
@@ -217,7 +233,11 @@ class Backend:
     def _prepare_torch(self, row, forward, compile=False):
         import torch
 
-        x, y, mask, optimizer = _inputs_and_optimizer(row, torch.as_tensor)
+        row.layer(row.x[:1], row.x[:1])  # build: its weights' device
+        row.device = torch_device(row.layer.weights)
+        x, y, mask, optimizer = _inputs_and_optimizer(
+            row, lambda a: torch.as_tensor(a, device=row.device))
+        row._torch = (x, y, mask)
         variables = row.layer.trainable_variables
 
         def train_loss(x, y, mask):
@@ -252,9 +272,41 @@ class Backend:
     def _matmul_torch(self, n):
         import torch
 
-        a = torch.randn(n, n)
-        b = torch.randn(n, n)
-        return lambda: torch.matmul(a, b)
+        device = torch_device()
+        a = torch.randn(n, n, device=device)
+        b = torch.randn(n, n, device=device)
+
+        def product():
+            out = torch.matmul(a, b)
+            synchronize(device)
+            return out
+
+        return product
+
+
+def torch_device(variables=()):
+    """The `torch.device` of the first of `variables` (a built layer's
+    weights), else Keras' default PyTorch device (CUDA when there is a GPU,
+    as Keras places new weights)."""
+    import torch
+
+    for variable in variables:
+        return getattr(variable, "value", variable).device
+    from keras.src.backend.torch.core import get_device
+
+    return torch.device(get_device())
+
+
+def synchronize(device):
+    """Waits for the work queued on `device` when it is a CUDA device
+    (`torch.cuda.synchronize`); nothing for None or another device."""
+    if device is None:
+        return
+    import torch
+
+    device = torch.device(device)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 def _inputs_and_optimizer(row, convert):

@@ -4,6 +4,8 @@ Pure Python: building a parser imports neither Keras nor TensorFlow.
 """
 
 from recipes.core.runtime import DEFAULT_CLUSTER_TIMEOUT
+from recipes.core.runtime import DEFAULT_MATMUL_PRECISION
+from recipes.core.runtime import MATMUL_PRECISIONS
 from recipes.core.runtime import PRECISIONS
 from recipes.core.runtime import STRATEGIES
 
@@ -76,6 +78,23 @@ def add_common_flags(parser, default_batch_size=32, default_epochs=3,
                        help="Keras progress output: 0 none, 1 progress "
                        "bars, 2 one line per epoch.")
     cli.add_log_flag(group)
+    add_device_flags(parser)
+    return group
+
+
+def add_device_flags(parser):
+    """Adds the argument group "devices" (`--matmul_precision`) to an
+    `argparse.ArgumentParser` (`add_common_flags` does)."""
+    group = parser.add_argument_group("devices")
+    group.add_argument("--matmul_precision", choices=MATMUL_PRECISIONS,
+                       default=DEFAULT_MATMUL_PRECISION,
+                       help="float32 matrix products and convolutions on "
+                       "NVIDIA GPUs (Ampere and later): highest = full "
+                       "float32 (TensorFloat-32 off, as on a CPU); high = "
+                       "TF32 allowed (faster; inputs rounded to a 10-bit "
+                       "mantissa, about 1e-3 relative). CPUs and the "
+                       "bfloat16/float16 policies are unaffected. The log "
+                       "line 'Devices:' shows it with the devices used.")
     return group
 
 

@@ -17,6 +17,10 @@ RUNTIME_FLAGS = frozenset(
 )
 
 
+# TF32 or not (`--matmul_precision`) moves round-off only, as `--jit_compile`.
+RUNTIME_FLAGS = RUNTIME_FLAGS | {"matmul_precision"}
+
+
 TMP_PREFIX = ".tmp-"
 
 

@@ -273,14 +273,29 @@ def test_two_workers_translate_as_one_process_on_two_cpus(tmp_path):
     assert 0.0 <= results["chrf"]["test"] <= 100.0
     assert "Results:" not in outputs[1] and "Exported" not in outputs[1]
 
-    # The SavedModel reloads and translates.
+    # The SavedModel reloads and translates the test split as the run did
+    # (the chief's hypotheses, decoded in process by the trained model),
+    # so its chrF is the one reported.
     import tensorflow as tf
     import tensorflow_text  # noqa: F401 (the export's tokenizer ops)
 
+    from recipes.translate import data as data_lib
+    from recipes.translate import train as translate_train
+
+    test = data_lib.load_files(data_lib.builtin_files("de", "en"))["test"]
     translate = tf.saved_model.load(
         results["export"]).signatures["translate"]
-    out = translate(source=tf.constant(["Ein Hund läuft .", "Zwei Männer ."]))
-    assert out["translation"].shape == (2,)
+    exported = []
+    for start in range(0, len(test.src), 50):
+        out = translate(source=tf.constant(test.src[start:start + 50]))
+        exported += [t.decode("utf-8") for t in out["translation"].numpy()]
+    with open(results["hypotheses"]["test"], encoding="utf-8") as f:
+        hypotheses = f.read().splitlines()
+    assert len(exported) == len(hypotheses) == len(test.src) > 0
+    assert exported == hypotheses
+    assert any(exported), "every translation is empty"
+    assert translate_train.score(exported, test.tgt)["chrf"] == (
+        pytest.approx(results["chrf"]["test"], abs=1e-9))
 
     # The same weights as one process on two logical CPUs.
     mirrored_dir = str(tmp_path / "mirrored")

@@ -182,3 +182,21 @@ def test_get_instance_and_errors():
     assert samplers.get(None) is None
     with pytest.raises(ValueError, match="sampler='nope'"):
         samplers.get("nope")
+
+
+def test_a_stop_outside_the_best_extensions_does_not_finish():
+    # The "2 * num_beams best extensions" rule binds: with one beam, only
+    # the 2 best extensions of a step are candidates. At the first step the
+    # stop token is the third likeliest (0.2 after 0.5 and 0.3), so `[3,
+    # STOP]` is not finished although, scored on its own, it beats every
+    # longer sequence (log 0.2 = -1.61 > log(0.5 * 0.34) = -1.77 with
+    # alpha 0): exhaustive search, or a rule that lets every extension
+    # finish, returns it. The rule keeps the search on `[3, 1, 1]`.
+    table = np.log(np.full((8, VOCAB, VOCAB), 0.25, "float32"))
+    table[0, PROMPT_ID] = np.log([0.2, 0.5, 0.3, 1e-6])
+    table[1, 1] = np.log([0.01, 0.34, 0.33, 0.32])
+    sampler = LengthPenaltyBeamSampler(num_beams=1, length_penalty=0.0)
+    out = _run(sampler, table, [[PROMPT_ID]], 3, STOP)
+    assert out[0].tolist() == [PROMPT_ID, 1, 1]
+    # What the rule turns down: the best sequence by score alone.
+    assert _exhaustive(table, [PROMPT_ID], 3, 0.0, STOP) == [PROMPT_ID, STOP]

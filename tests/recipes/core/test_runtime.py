@@ -1,5 +1,7 @@
 """recipes.core.runtime."""
 
+import os
+
 import keras
 import pytest
 
@@ -140,3 +142,87 @@ def test_chief_first_is_prepare_without_a_cluster(monkeypatch):
     assert runtime.chief_first(
         strategy, lambda: calls.append(1) or "ready") == "ready"
     assert calls == [1]
+
+
+@requires_tensorflow
+def test_setup_logs_the_device_one_device_uses():
+    import argparse
+
+    import tensorflow as tf
+
+    from recipes.core import flags
+
+    parser = argparse.ArgumentParser()
+    flags.add_common_flags(parser)
+    args = parser.parse_args([])
+    assert args.matmul_precision == "highest"
+    lines = []
+    try:
+        runtime.setup(args, log=lines.append)
+        assert not tf.config.experimental.tensor_float_32_execution_enabled()
+        if not tf.config.list_logical_devices("GPU"):
+            # This machine has no GPU: one_device says it runs on the CPU.
+            assert lines[-1] == ("Devices: CPU (no GPU found); float32 "
+                                 "matmuls: highest (full float32, TF32 "
+                                 "off).")
+        args = parser.parse_args(["--matmul_precision=high"])
+        runtime.setup(args, log=lines.append)
+        assert tf.config.experimental.tensor_float_32_execution_enabled()
+        assert lines[-1].endswith("float32 matmuls: high (TF32 allowed).")
+    finally:
+        tf.config.experimental.enable_tensor_float_32_execution(False)
+    with pytest.raises(ValueError, match=r"'medium'.*`--matmul_precision`"):
+        runtime.configure_matmul_precision("medium")
+
+
+def test_describe_devices_names_each_gpu_model(monkeypatch):
+    import types
+
+    def strategy(*devices):
+        return types.SimpleNamespace(
+            extended=types.SimpleNamespace(worker_devices=devices))
+
+    monkeypatch.setattr(runtime, "_gpu_names", lambda: {
+        "GPU:0": "NVIDIA H200", "GPU:1": "NVIDIA H200"})
+    prefix = "/job:localhost/replica:0/task:0/device:"
+    assert runtime.describe_devices(strategy(prefix + "GPU:0")) == (
+        "GPU:0 (NVIDIA H200)")
+    assert runtime.describe_devices(strategy(
+        prefix + "GPU:0", prefix + "GPU:1")) == (
+        "GPU:0 (NVIDIA H200), GPU:1 (NVIDIA H200)")
+    assert runtime.describe_devices(strategy(prefix + "CPU:0")) == (
+        "CPU (no GPU found)")
+    assert runtime.describe_devices(strategy(
+        prefix + "CPU:0", prefix + "CPU:1")) == "CPU:0, CPU:1 (no GPU found)"
+
+
+@requires_tensorflow
+def test_logical_devices_from_the_environment():
+    # A fresh process: the split must come before TensorFlow initialises.
+    import json
+    import subprocess
+    import sys
+
+    from tests.recipes.two_cpus import ROOT
+
+    script = """if True:
+        import json
+        from recipes.core import runtime
+        strategy = runtime.select_strategy("mirrored")
+        print("RESULT " + json.dumps([strategy.num_replicas_in_sync,
+                                      runtime.describe_devices(strategy)]))
+    """
+    env = dict(os.environ, KERAS_BACKEND="tensorflow",
+               TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="",
+               KERAS_SYNTH_LOGICAL_DEVICES="3", PYTHONPATH=ROOT)
+    process = subprocess.run([sys.executable, "-c", script], cwd=ROOT,
+                             env=env, capture_output=True, text=True,
+                             timeout=300)
+    lines = [line for line in process.stdout.splitlines()
+             if line.startswith("RESULT ")]
+    assert process.returncode == 0 and lines, process.stderr[-3000:]
+    assert json.loads(lines[-1][7:]) == [
+        3, "CPU:0, CPU:1, CPU:2 (no GPU found)"]
+    with pytest.raises(ValueError, match=r"KERAS_SYNTH_LOGICAL_DEVICES='two'"):
+        runtime.split_logical_devices({"KERAS_SYNTH_LOGICAL_DEVICES": "two"})
+    assert runtime.split_logical_devices({}) == 1
