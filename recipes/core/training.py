@@ -1,6 +1,7 @@
 """The training loop's parts: learning-rate schedule, moving average of
-the weights, resumable epoch streams, the steps timer and the time budget
-(the callbacks that save and resume are in `recipes.core.callbacks`)."""
+the weights, gradient clipping after the all-reduce, resumable epoch
+streams, the steps timer and the time budget (the callbacks that save and
+resume are in `recipes.core.callbacks`)."""
 
 import time
 
@@ -23,6 +24,93 @@ def ema_options(ema_momentum):
     if ema_momentum is None:
         return {}
     return {"use_ema": True, "ema_momentum": ema_momentum}
+
+
+def clipped_after_all_reduce(optimizer_class, global_clipnorm, **kwargs):
+    """An optimizer of `optimizer_class` (e.g. `keras.optimizers.AdamW`)
+    that clips the gradients to the global norm `global_clipnorm` once they
+    are summed over the replicas, so that a run trains the same on any
+    number of devices.
+
+    Keras 3's own `clipnorm` and `global_clipnorm` clip in
+    `BaseOptimizer._backend_apply_gradients`, before the TensorFlow
+    backend's `_backend_update_step` sums the gradients over the replicas
+    (`_all_reduce_sum_gradients`): under a `tf.distribute` strategy each
+    replica clips its own part of the gradient, and N replicas step up to N
+    times as far as one device. Here the optimizer has no Keras clipping;
+    the sum over the replicas (the gradient of the global batch) is clipped
+    by its global norm, on every replica alike.
+
+    Args:
+        optimizer_class: a Keras optimizer class (TensorFlow backend).
+        global_clipnorm: positive finite float, the largest global norm of
+            the summed gradient.
+        **kwargs: the optimizer's arguments (no `clipnorm`,
+            `global_clipnorm` or `clipvalue`).
+
+    Returns:
+        The optimizer (an instance of a subclass of `optimizer_class`).
+    """
+    import keras
+
+    if (isinstance(global_clipnorm, bool)
+            or not isinstance(global_clipnorm, (int, float))
+            or not 0 < global_clipnorm < float("inf")):
+        raise ValueError(
+            "Argument `global_clipnorm` must be a positive finite number. "
+            f"Received: global_clipnorm={global_clipnorm!r}")
+    clipping = sorted({"clipnorm", "global_clipnorm", "clipvalue"}
+                      & set(kwargs))
+    if clipping:
+        raise ValueError(
+            f"Arguments {clipping} would clip before the all-reduce; "
+            "`clipped_after_all_reduce` clips after it (`global_clipnorm`). "
+            f"Received: {', '.join(f'{k}={kwargs[k]!r}' for k in clipping)}")
+    if not hasattr(optimizer_class, "_all_reduce_sum_gradients"):
+        raise ValueError(
+            f"`clipped_after_all_reduce` needs the TensorFlow backend's "
+            f"optimizers (the recipes run on it only). Received: "
+            f"optimizer_class={optimizer_class.__name__} on the "
+            f"{keras.backend.backend()!r} backend.")
+
+    class ClippedAfterAllReduce(optimizer_class):
+        def __init__(self, *args, clipped_global_norm, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.clipped_global_norm = float(clipped_global_norm)
+
+        def _all_reduce_sum_gradients(self, grads_and_vars):
+            import tensorflow as tf
+
+            pairs = list(super()._all_reduce_sum_gradients(grads_and_vars))
+            # An embedding's gradient (IndexedSlices) repeats the rows of
+            # tokens seen twice (and, summed over replicas, of each
+            # replica): summed per row first, its norm is the dense one's.
+            grads, _ = tf.clip_by_global_norm(  # None gradients stay None
+                [_unique_rows(g) for g, _ in pairs],
+                self.clipped_global_norm)
+            return [(g, v) for g, (_, v) in zip(grads, pairs)]
+
+        def get_config(self):
+            config = super().get_config()
+            config["clipped_global_norm"] = self.clipped_global_norm
+            return config
+
+    ClippedAfterAllReduce.__name__ = (
+        f"{optimizer_class.__name__}ClippedAfterAllReduce")
+    return ClippedAfterAllReduce(clipped_global_norm=global_clipnorm,
+                                 **kwargs)
+
+
+def _unique_rows(gradient):
+    """`gradient` with the rows of an `IndexedSlices` summed per index."""
+    import tensorflow as tf
+
+    if not isinstance(gradient, tf.IndexedSlices):
+        return gradient
+    indices, positions = tf.unique(gradient.indices)
+    values = tf.math.unsorted_segment_sum(gradient.values, positions,
+                                          tf.shape(indices)[0])
+    return tf.IndexedSlices(values, indices, gradient.dense_shape)
 
 
 def finalize_weights(model):

@@ -191,13 +191,18 @@ def build_model(
 def compile_model(model, task, learning_rate, total_steps,
                   warmup_fraction=0.1, weight_decay=0.01, jit_compile=False,
                   ema_momentum=None):
-    """AdamW with warmup + cosine decay (and a moving average of the weights
-    with `ema_momentum`); cross-entropy or MSE (STS-B)."""
+    """AdamW with warmup + cosine decay, the summed gradient clipped to a
+    global norm of 1 (`training.clipped_after_all_reduce`), and a moving
+    average of the weights with `ema_momentum`; cross-entropy or MSE
+    (STS-B)."""
     schedule = training.learning_rate_schedule(
         learning_rate, total_steps, warmup_fraction
     )
-    optimizer = keras.optimizers.AdamW(
-        learning_rate=schedule, weight_decay=weight_decay, clipnorm=1.0,
+    # The gradient of the global batch is clipped (after the all-reduce):
+    # the same training on any number of replicas.
+    optimizer = training.clipped_after_all_reduce(
+        keras.optimizers.AdamW, 1.0,
+        learning_rate=schedule, weight_decay=weight_decay,
         **training.ema_options(ema_momentum),
     )
     optimizer.exclude_from_weight_decay(var_names=["bias", "gamma", "beta"])

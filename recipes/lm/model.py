@@ -63,14 +63,17 @@ def without_preprocessor(lm):
 
 
 def compile_lm(lm, args, total_steps):
-    """AdamW with linear warmup and cosine decay; the sampler for
-    `generate`."""
+    """AdamW with linear warmup and cosine decay, the summed gradient
+    clipped to a global norm of 1 (`training.clipped_after_all_reduce`);
+    the sampler for `generate`."""
     schedule = training.learning_rate_schedule(
         args.learning_rate, total_steps, args.warmup_fraction)
-    optimizer = keras.optimizers.AdamW(
+    # The gradient of the global batch is clipped (after the all-reduce):
+    # the same training on any number of replicas.
+    optimizer = training.clipped_after_all_reduce(
+        keras.optimizers.AdamW, 1.0,
         learning_rate=schedule, weight_decay=args.weight_decay,
-        beta_1=0.9, beta_2=0.99, clipnorm=1.0,
-        **training.ema_options(args.ema_momentum))
+        beta_1=0.9, beta_2=0.99, **training.ema_options(args.ema_momentum))
     optimizer.exclude_from_weight_decay(var_names=["bias", "gamma", "beta"])
     lm.compile(
         optimizer=optimizer,
