@@ -64,10 +64,11 @@ def make_dataset(split, preprocessor, batch_size, task, shuffle=False,
 
     With `trim=True` each batch is cut to its longest sequence (dynamic
     shapes; not for XLA or TPUs); else batches are `(batch_size,
-    sequence_length)`, the batch size static too with `drop_remainder`. With `shuffle` and `epochs`, the batches of
-    epochs `initial_epoch .. epochs - 1` in one stream, each epoch's order
-    fixed by `(seed, epoch)` (`training.shuffled_epochs`), so that a resumed
-    run sees the same batches as an uninterrupted one; `token_dropout`
+    sequence_length)`, the batch size static too with `drop_remainder`.
+    With `shuffle` and `epochs`, the batches of epochs `initial_epoch ..
+    epochs - 1` in one stream, each epoch's order fixed by `(seed, epoch)`
+    (`training.shuffled_epochs`), so that a resumed run sees the same
+    batches as an uninterrupted one; `token_dropout`
     (training streams only) then drops tokens with a seed derived from
     `(seed, batch number)`, so that a resumed run drops the same ones.
     """
