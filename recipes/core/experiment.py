@@ -11,6 +11,7 @@ worker, exports on the chief, and writes `results.json` atomically.
 import contextlib
 import time
 
+from recipes.core import flags
 from recipes.core import run_directory
 from recipes.core import runtime
 from recipes.core import training
@@ -32,6 +33,8 @@ def open_run(args, validate, load, runtime_flags=run_directory.RUNTIME_FLAGS,
         `RunDirectory` and the `tf.distribute.Strategy`.
     """
     runtime.require_tensorflow_backend()
+    flags.check_steps_per_execution(getattr(args, "steps_per_execution",
+                                            None))
     checked = validate(args)
     config = dict(vars(args))
     strategy = runtime.setup(args, log)
@@ -123,6 +126,7 @@ def train_and_evaluate(args, run_dir, strategy, build, train_data,
         "steps_per_second": (timer.steps_per_second if timer.steps else (
             history[-1].get("steps_per_second") if history else None)),
         "steps_per_epoch": steps_per_epoch,
+        "steps_per_execution": int(model.steps_per_execution),
         "train_steps": steps_per_epoch * args.epochs,
         "optimizer_steps": int(keras.ops.convert_to_numpy(
             model.optimizer.iterations)),

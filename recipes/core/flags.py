@@ -9,6 +9,9 @@ from recipes.core.runtime import MATMUL_PRECISIONS
 from recipes.core.runtime import PRECISIONS
 from recipes.core.runtime import STRATEGIES
 
+# The most steps one call of the compiled step runs on a TPU by default.
+TPU_STEPS_PER_EXECUTION = 32
+
 
 def add_common_flags(parser, default_batch_size=32, default_epochs=3,
                      default_learning_rate=1e-3, model_dir_default=None):
@@ -73,7 +76,19 @@ def add_common_flags(parser, default_batch_size=32, default_epochs=3,
                        help="Compute dtype; float16 uses loss scaling.")
     group.add_argument("--jit_compile", action="store_true",
                        help="Compile the train step with XLA (off by "
-                       "default).")
+                       "default; implies static batch shapes). Not with "
+                       "--strategy=mirrored or multi_worker over several "
+                       "replicas (XLA under MirroredStrategy fails on "
+                       "resources of another device; Keras turns it off "
+                       "there itself); XLA is implicit on TPUs.")
+    group.add_argument("--steps_per_execution", type=int, default=None,
+                       help="Training steps run by one call of the "
+                       "compiled step (one host round trip); the batch "
+                       "hooks of callbacks, and the time budget's check, "
+                       "run once per call. Must divide the steps per "
+                       "epoch. Default: with --strategy=tpu, the largest "
+                       "divisor of the steps per epoch up to "
+                       f"{TPU_STEPS_PER_EXECUTION}; else 1.")
     group.add_argument("--verbose", type=int, choices=(0, 1, 2), default=2,
                        help="Keras progress output: 0 none, 1 progress "
                        "bars, 2 one line per epoch.")
@@ -159,6 +174,56 @@ def positive(name, value):
         raise ValueError(
             f"Argument `--{name}` must be positive. Received: --{name}={value}"
         )
+
+
+def check_steps_per_execution(value):
+    """Raises a ValueError unless `--steps_per_execution` is None (the
+    default for the device) or a positive integer."""
+    if value is not None and (isinstance(value, bool)
+                              or not isinstance(value, int) or value < 1):
+        raise ValueError(
+            "Argument `--steps_per_execution` must be a positive integer. "
+            f"Received: --steps_per_execution={value}")
+
+
+def steps_per_execution(value, strategy, steps_per_epoch):
+    """The training steps per call of the compiled step.
+
+    Args:
+        value: `--steps_per_execution` (None: the default for the device).
+        strategy: `--strategy`.
+        steps_per_epoch: the batches of one epoch.
+
+    Returns:
+        `value` if given, else the largest divisor of `steps_per_epoch` up
+        to `TPU_STEPS_PER_EXECUTION` on a TPU (each call is a host round
+        trip), else 1.
+
+    Raises:
+        ValueError: `value` is not a positive integer, or does not divide
+            `steps_per_epoch` (Keras' last call of an epoch would run a
+            full `value` steps, taking the next epoch's batches).
+    """
+    check_steps_per_execution(value)
+    if value is None:
+        if strategy != "tpu":
+            return 1
+        return max(d for d in range(1, TPU_STEPS_PER_EXECUTION + 1)
+                   if steps_per_epoch % d == 0)
+    if steps_per_epoch % value:
+        raise ValueError(
+            "Argument `--steps_per_execution` must divide the "
+            f"{steps_per_epoch} training steps of an epoch (an epoch ends "
+            f"with a call's last step). Received: --steps_per_execution="
+            f"{value}")
+    return value
+
+
+def static_shapes(args):
+    """Whether the batches get static shapes (padded to the full length):
+    with `--jit_compile` (XLA compiles one program per shape) and on a
+    TPU."""
+    return bool(args.jit_compile or args.strategy == "tpu")
 
 
 def check_ema_momentum(value):

@@ -13,7 +13,7 @@ from recipes.core.runtime import is_chief
 RUNTIME_FLAGS = frozenset(
     {"model_dir", "strategy", "tpu", "verbose", "tensorboard", "export",
      "jit_compile", "data_dir", "vocab_file", "tfds_data_dir", "tf_logs",
-     "cluster_timeout"}
+     "cluster_timeout", "steps_per_execution"}
 )
 
 

@@ -117,6 +117,8 @@ def setup(args, log=print):
     strategy = select_strategy(args.strategy, args.tpu,
                                getattr(args, "cluster_timeout",
                                        DEFAULT_CLUSTER_TIMEOUT))
+    check_jit_compile(getattr(args, "jit_compile", False), args.strategy,
+                      strategy.num_replicas_in_sync)
     keras.utils.set_random_seed(args.seed)
     policy = configure_precision(args.mixed_precision)
     log(f"Strategy: {type(strategy).__name__} with "
@@ -265,6 +267,31 @@ def _positive_int_env(environ, name, default):
             f"Received: {name}={text!r}"
         )
     return value
+
+
+def check_jit_compile(jit_compile, strategy, num_replicas):
+    """Refuses `--jit_compile` with `--strategy=mirrored` or
+    `multi_worker` over more than one replica.
+
+    XLA-compiling a `MirroredStrategy` train step is a known failure mode
+    of Keras on several GPUs (the compiled step is handed resources placed
+    on another device); Keras' own `jit_compile="auto"` turns XLA off
+    under tf.distribute for that reason. One replica (`one_device`, or
+    `mirrored` on one GPU) is compiled; on a TPU XLA is implicit.
+
+    Raises:
+        ValueError: naming both flags, the replicas and what to do.
+    """
+    if (jit_compile and strategy in ("mirrored", "multi_worker")
+            and num_replicas > 1):
+        raise ValueError(
+            f"Argument `--jit_compile` is not supported with "
+            f"`--strategy={strategy}` over {num_replicas} replicas: an "
+            "XLA-compiled MirroredStrategy train step fails on resources "
+            "placed on another device (Keras' own jit_compile='auto' turns "
+            "XLA off under tf.distribute). Drop --jit_compile, or compile "
+            "on one device (--strategy=one_device); on a TPU "
+            "(--strategy=tpu) XLA is implicit.")
 
 
 def parse_tf_config(text=None):

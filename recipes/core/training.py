@@ -1,6 +1,7 @@
 """The training loop's parts: learning-rate schedule, moving average of
-the weights, resumable epoch streams, the steps timer and the time budget
-(the callbacks that save and resume are in `recipes.core.callbacks`)."""
+the weights, gradient clipping after the all-reduce, resumable epoch
+streams, the steps timer and the time budget (the callbacks that save and
+resume are in `recipes.core.callbacks`)."""
 
 import time
 
@@ -23,6 +24,93 @@ def ema_options(ema_momentum):
     if ema_momentum is None:
         return {}
     return {"use_ema": True, "ema_momentum": ema_momentum}
+
+
+def clipped_after_all_reduce(optimizer_class, global_clipnorm, **kwargs):
+    """An optimizer of `optimizer_class` (e.g. `keras.optimizers.AdamW`)
+    that clips the gradients to the global norm `global_clipnorm` once they
+    are summed over the replicas, so that a run trains the same on any
+    number of devices.
+
+    Keras 3's own `clipnorm` and `global_clipnorm` clip in
+    `BaseOptimizer._backend_apply_gradients`, before the TensorFlow
+    backend's `_backend_update_step` sums the gradients over the replicas
+    (`_all_reduce_sum_gradients`): under a `tf.distribute` strategy each
+    replica clips its own part of the gradient, and N replicas step up to N
+    times as far as one device. Here the optimizer has no Keras clipping;
+    the sum over the replicas (the gradient of the global batch) is clipped
+    by its global norm, on every replica alike.
+
+    Args:
+        optimizer_class: a Keras optimizer class (TensorFlow backend).
+        global_clipnorm: positive finite float, the largest global norm of
+            the summed gradient.
+        **kwargs: the optimizer's arguments (no `clipnorm`,
+            `global_clipnorm` or `clipvalue`).
+
+    Returns:
+        The optimizer (an instance of a subclass of `optimizer_class`).
+    """
+    import keras
+
+    if (isinstance(global_clipnorm, bool)
+            or not isinstance(global_clipnorm, (int, float))
+            or not 0 < global_clipnorm < float("inf")):
+        raise ValueError(
+            "Argument `global_clipnorm` must be a positive finite number. "
+            f"Received: global_clipnorm={global_clipnorm!r}")
+    clipping = sorted({"clipnorm", "global_clipnorm", "clipvalue"}
+                      & set(kwargs))
+    if clipping:
+        raise ValueError(
+            f"Arguments {clipping} would clip before the all-reduce; "
+            "`clipped_after_all_reduce` clips after it (`global_clipnorm`). "
+            f"Received: {', '.join(f'{k}={kwargs[k]!r}' for k in clipping)}")
+    if not hasattr(optimizer_class, "_all_reduce_sum_gradients"):
+        raise ValueError(
+            f"`clipped_after_all_reduce` needs the TensorFlow backend's "
+            f"optimizers (the recipes run on it only). Received: "
+            f"optimizer_class={optimizer_class.__name__} on the "
+            f"{keras.backend.backend()!r} backend.")
+
+    class ClippedAfterAllReduce(optimizer_class):
+        def __init__(self, *args, clipped_global_norm, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.clipped_global_norm = float(clipped_global_norm)
+
+        def _all_reduce_sum_gradients(self, grads_and_vars):
+            import tensorflow as tf
+
+            pairs = list(super()._all_reduce_sum_gradients(grads_and_vars))
+            # An embedding's gradient (IndexedSlices) repeats the rows of
+            # tokens seen twice (and, summed over replicas, of each
+            # replica): summed per row first, its norm is the dense one's.
+            grads, _ = tf.clip_by_global_norm(  # None gradients stay None
+                [_unique_rows(g) for g, _ in pairs],
+                self.clipped_global_norm)
+            return [(g, v) for g, (_, v) in zip(grads, pairs)]
+
+        def get_config(self):
+            config = super().get_config()
+            config["clipped_global_norm"] = self.clipped_global_norm
+            return config
+
+    ClippedAfterAllReduce.__name__ = (
+        f"{optimizer_class.__name__}ClippedAfterAllReduce")
+    return ClippedAfterAllReduce(clipped_global_norm=global_clipnorm,
+                                 **kwargs)
+
+
+def _unique_rows(gradient):
+    """`gradient` with the rows of an `IndexedSlices` summed per index."""
+    import tensorflow as tf
+
+    if not isinstance(gradient, tf.IndexedSlices):
+        return gradient
+    indices, positions = tf.unique(gradient.indices)
+    values = tf.math.unsorted_segment_sum(gradient.values, positions,
+                                          tf.shape(indices)[0])
+    return tf.IndexedSlices(values, indices, gradient.dense_shape)
 
 
 def finalize_weights(model):
@@ -50,6 +138,13 @@ def assemble_callbacks(run_dir, tensorboard=True, time_budget_minutes=None,
     then the run directory's (`recipes.core.callbacks.run_callbacks`:
     history, TensorBoard, backup, which record the logs), then the time
     budget.
+
+    The timer and the budget read no tensor and have no
+    `on_train_batch_end`; they count steps and read the clock once per
+    call of the compiled step. (On the TensorFlow backend Keras itself
+    reads each call's logs before its batch hooks: it dispatches them
+    asynchronously only on thread-safe backends. `--steps_per_execution`
+    is what spreads that host round trip over several steps.)
 
     Returns:
         `(callbacks, timer, budget)`; `budget` is None without
@@ -93,8 +188,17 @@ def shuffled_epochs(dataset, buffer_size, batch_size, seed, epochs,
 
 
 def make_steps_timer():
-    """A callback measuring training steps per second (excluding the work of
-    callbacks that run after it at epoch end, e.g. evaluation)."""
+    """A callback measuring training steps per second: from an epoch's
+    start to its last training step (the clock stops when `fit`'s
+    validation starts, before the callbacks' epoch-end work such as
+    evaluation).
+
+    It reads no tensor and has no `on_train_batch_end` (no step waits for
+    the previous one): the steps of an epoch are counted from the first
+    step of its last call of the compiled step (`on_train_batch_begin`)
+    plus the model's `steps_per_execution` (which divides the epoch's
+    steps, see `flags.steps_per_execution`).
+    """
     import keras
 
     class StepsTimer(keras.callbacks.Callback):
@@ -103,19 +207,38 @@ def make_steps_timer():
             self.steps = 0
             self.seconds = 0.0
             self._start = None
+            self._stop = None
+            self._last_begin = None
 
         def on_epoch_begin(self, epoch, logs=None):
             self._start = time.perf_counter()
-            self._epoch_steps = 0
+            self._stop = None
+            self._last_begin = None
 
-        def on_train_batch_end(self, batch, logs=None):
-            self._epoch_steps += 1
+        def on_train_batch_begin(self, batch, logs=None):
+            self._last_begin = batch
+
+        def on_test_begin(self, logs=None):
+            if self._start is not None and self._stop is None:
+                self._stop = time.perf_counter()  # fit's validation
 
         def on_epoch_end(self, epoch, logs=None):
-            self.seconds += time.perf_counter() - self._start
-            self.steps += self._epoch_steps
+            stop = self._stop if self._stop is not None else (
+                time.perf_counter())
+            self.seconds += stop - self._start
+            self.steps += self.epoch_steps()
+            self._start = None
             if logs is not None:
                 logs["steps_per_second"] = self.steps_per_second
+
+        def epoch_steps(self):
+            """The training steps of the epoch in progress (so far)."""
+            if self._last_begin is None:
+                return 0
+            steps = self._last_begin + int(
+                getattr(self.model, "steps_per_execution", 1) or 1)
+            total = (self.params or {}).get("steps")
+            return min(steps, total) if total else steps
 
         @property
         def steps_per_second(self):
@@ -126,7 +249,12 @@ def make_steps_timer():
 
 def make_time_budget_callback(minutes):
     """A callback that stops training after `minutes` (the epoch in
-    progress ends early and is saved); `.stopped` tells whether it did."""
+    progress ends early and is saved); `.stopped` tells whether it did.
+
+    The clock is read when a call of the compiled step starts
+    (`on_train_batch_begin`, which reads no tensor): past the budget,
+    training stops once that call (`steps_per_execution` steps) is done.
+    """
     import keras
 
     class TimeBudget(keras.callbacks.Callback):
@@ -138,7 +266,7 @@ def make_time_budget_callback(minutes):
         def on_train_begin(self, logs=None):
             self.start = time.time()
 
-        def on_train_batch_end(self, batch, logs=None):
+        def on_train_batch_begin(self, batch, logs=None):
             if time.time() - self.start > 60.0 * minutes:
                 self.model.stop_training = True
                 self.stopped = True

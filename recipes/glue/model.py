@@ -63,10 +63,12 @@ def make_dataset(split, preprocessor, batch_size, task, shuffle=False,
     """A batched `tf.data.Dataset` of `(inputs, labels)` (or `inputs`).
 
     With `trim=True` each batch is cut to its longest sequence (dynamic
-    shapes; not for TPUs). With `shuffle` and `epochs`, the batches of
-    epochs `initial_epoch .. epochs - 1` in one stream, each epoch's order
-    fixed by `(seed, epoch)` (`training.shuffled_epochs`), so that a resumed
-    run sees the same batches as an uninterrupted one; `token_dropout`
+    shapes; not for XLA or TPUs); else batches are `(batch_size,
+    sequence_length)`, the batch size static too with `drop_remainder`.
+    With `shuffle` and `epochs`, the batches of epochs `initial_epoch ..
+    epochs - 1` in one stream, each epoch's order fixed by `(seed, epoch)`
+    (`training.shuffled_epochs`), so that a resumed run sees the same
+    batches as an uninterrupted one; `token_dropout`
     (training streams only) then drops tokens with a seed derived from
     `(seed, batch number)`, so that a resumed run drops the same ones.
     """
@@ -78,7 +80,12 @@ def make_dataset(split, preprocessor, batch_size, task, shuffle=False,
 
     def prepare(texts, index=None):
         inputs = pack(preprocessor, texts)
-        inputs = trim_batch(inputs) if trim else inputs
+        if trim:
+            inputs = trim_batch(inputs)
+        elif drop_remainder:  # static shapes: (batch_size, sequence_length)
+            inputs = {name: tf.ensure_shape(
+                value, [batch_size] + value.shape.as_list()[1:])
+                for name, value in inputs.items()}
         if index is not None:
             inputs = drop_tokens(inputs, token_dropout,
                                  tf.stack([seed, index]), special_ids)
@@ -190,14 +197,20 @@ def build_model(
 
 def compile_model(model, task, learning_rate, total_steps,
                   warmup_fraction=0.1, weight_decay=0.01, jit_compile=False,
-                  ema_momentum=None):
-    """AdamW with warmup + cosine decay (and a moving average of the weights
-    with `ema_momentum`); cross-entropy or MSE (STS-B)."""
+                  ema_momentum=None, steps_per_execution=1):
+    """AdamW with warmup + cosine decay, the summed gradient clipped to a
+    global norm of 1 (`training.clipped_after_all_reduce`), and a moving
+    average of the weights with `ema_momentum`; cross-entropy or MSE
+    (STS-B); `steps_per_execution` training steps per call of the compiled
+    step."""
     schedule = training.learning_rate_schedule(
         learning_rate, total_steps, warmup_fraction
     )
-    optimizer = keras.optimizers.AdamW(
-        learning_rate=schedule, weight_decay=weight_decay, clipnorm=1.0,
+    # The gradient of the global batch is clipped (after the all-reduce):
+    # the same training on any number of replicas.
+    optimizer = training.clipped_after_all_reduce(
+        keras.optimizers.AdamW, 1.0,
+        learning_rate=schedule, weight_decay=weight_decay,
         **training.ema_options(ema_momentum),
     )
     optimizer.exclude_from_weight_decay(var_names=["bias", "gamma", "beta"])
@@ -208,7 +221,8 @@ def compile_model(model, task, learning_rate, total_steps,
         loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
         metrics = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
     model.compile(optimizer=optimizer, loss=loss, metrics=metrics,
-                  jit_compile=jit_compile)
+                  jit_compile=jit_compile,
+                  steps_per_execution=steps_per_execution)
     return model
 
 

@@ -62,8 +62,8 @@ def build_parser():
     group.add_argument(
         "--pad_to_max_length", action="store_true",
         help="Pad every batch to --max_length (static shapes; always on "
-        "with --strategy=tpu). By default batches are cut to their longest "
-        "sequence.")
+        "with --jit_compile and --strategy=tpu). By default batches are cut "
+        "to their longest sequence.")
     group.add_argument("--no_lowercase", dest="lowercase",
                        action="store_false",
                        help="Keep case in the WordPiece tokenizer (by "
@@ -159,7 +159,9 @@ def run(args, log=print):
     vocab, initial_epoch = runtime.chief_first(strategy, prepare)
     preprocessor = model_lib.make_preprocessor(vocab, args.max_length,
                                                args.lowercase)
-    trim = not (args.pad_to_max_length or args.strategy == "tpu")
+    # Static shapes (every batch padded to --max_length) where the step is
+    # compiled for one shape: XLA (--jit_compile) and TPUs.
+    trim = not (args.pad_to_max_length or flags.static_shapes(args))
     train_ds = model_lib.make_dataset(
         train, preprocessor, args.batch_size, task, shuffle=True,
         seed=args.seed, drop_remainder=True, trim=trim,
@@ -173,6 +175,8 @@ def run(args, log=print):
         for split, data in evals.items()
     }
     steps_per_epoch = len(train) // args.batch_size
+    steps_per_execution = flags.steps_per_execution(
+        args.steps_per_execution, args.strategy, steps_per_epoch)
     built = {}
 
     def build():
@@ -196,6 +200,7 @@ def run(args, log=print):
             warmup_fraction=args.warmup_fraction,
             weight_decay=args.weight_decay, jit_compile=args.jit_compile,
             ema_momentum=args.ema_momentum,
+            steps_per_execution=steps_per_execution,
         )
         return model
 

@@ -62,15 +62,19 @@ def without_preprocessor(lm):
         lm.preprocessor = preprocessor
 
 
-def compile_lm(lm, args, total_steps):
-    """AdamW with linear warmup and cosine decay; the sampler for
-    `generate`."""
+def compile_lm(lm, args, total_steps, steps_per_execution=1):
+    """AdamW with linear warmup and cosine decay, the summed gradient
+    clipped to a global norm of 1 (`training.clipped_after_all_reduce`);
+    `steps_per_execution` training steps per call of the compiled step;
+    the sampler for `generate`."""
     schedule = training.learning_rate_schedule(
         args.learning_rate, total_steps, args.warmup_fraction)
-    optimizer = keras.optimizers.AdamW(
+    # The gradient of the global batch is clipped (after the all-reduce):
+    # the same training on any number of replicas.
+    optimizer = training.clipped_after_all_reduce(
+        keras.optimizers.AdamW, 1.0,
         learning_rate=schedule, weight_decay=args.weight_decay,
-        beta_1=0.9, beta_2=0.99, clipnorm=1.0,
-        **training.ema_options(args.ema_momentum))
+        beta_1=0.9, beta_2=0.99, **training.ema_options(args.ema_momentum))
     optimizer.exclude_from_weight_decay(var_names=["bias", "gamma", "beta"])
     lm.compile(
         optimizer=optimizer,
@@ -80,6 +84,7 @@ def compile_lm(lm, args, total_steps):
         weighted_metrics=[keras.metrics.SparseCategoricalCrossentropy(
             from_logits=True, name="token_loss")],
         jit_compile=args.jit_compile,
+        steps_per_execution=steps_per_execution,
         sampler=make_sampler(args.sampler, args.temperature, args.seed))
 
 
@@ -113,8 +118,12 @@ def train_dataset(rows, batch_size, seed, epochs, initial_epoch,
             order = tf.argsort(tf.random.stateless_uniform(
                 [count], [seed + 1, epoch]))
             starts = tf.gather(starts, order)
+            # Every window is whole (`count` of them fit after `offset`):
+            # its static length keeps the compiled step's shapes static
+            # (XLA, TPUs, the layers' query-blocked path).
             return tf.data.Dataset.from_tensor_slices(starts).map(
-                lambda s: (stream[s:s + stream_length],
+                lambda s: (tf.ensure_shape(stream[s:s + stream_length],
+                                           [stream_length]),
                            tf.ones([length], tf.float32)))
     else:
         windows = tf.constant(rows[0], tf.int32)

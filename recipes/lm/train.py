@@ -218,6 +218,8 @@ def run(args, log=print):
             f"Argument `--batch_size`={args.batch_size} exceeds the "
             f"{windows_per_epoch} training windows of --sequence_length="
             f"{args.sequence_length} tokens.")
+    steps_per_execution = flags.steps_per_execution(
+        args.steps_per_execution, args.strategy, steps_per_epoch)
     train_ds = model_lib.train_dataset(
         train_rows, args.batch_size, args.seed, args.epochs, initial_epoch,
         steps_per_epoch,
@@ -229,7 +231,8 @@ def run(args, log=print):
 
     def build():
         lm = model_lib.build_lm(tokenizer, args, stream)
-        model_lib.compile_lm(lm, args, steps_per_epoch * args.epochs)
+        model_lib.compile_lm(lm, args, steps_per_epoch * args.epochs,
+                             steps_per_execution)
         return lm
 
     def describe(parameters):

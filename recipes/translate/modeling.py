@@ -188,11 +188,12 @@ def make_sampler(beam_size, length_penalty):
 
 def compile_lm(lm, learning_rate, warmup_steps, label_smoothing=0.1,
                weight_decay=0.0, jit_compile=False, ema_momentum=None,
-               beam_size=4, length_penalty=0.6):
+               beam_size=4, length_penalty=0.6, steps_per_execution=1):
     """Adam(0.9, 0.98, 1e-9) as in the paper (AdamW when `weight_decay`)
     on the inverse square root schedule, label-smoothed cross-entropy
     averaged over real tokens, a moving average of the weights when
-    `ema_momentum` is given, and the decoding sampler; under
+    `ema_momentum` is given, `steps_per_execution` training steps per call
+    of the compiled step, and the decoding sampler; under
     `mixed_float16`, `compile` adds dynamic loss scaling."""
     schedule = InverseSqrtSchedule(learning_rate, warmup_steps)
     options = dict(learning_rate=schedule, beta_1=0.9, beta_2=0.98,
@@ -205,6 +206,7 @@ def compile_lm(lm, learning_rate, warmup_steps, label_smoothing=0.1,
         weighted_metrics=[keras.metrics.SparseCategoricalAccuracy(
             name="token_accuracy")],
         jit_compile=jit_compile,
+        steps_per_execution=steps_per_execution,
         sampler=make_sampler(beam_size, length_penalty),
     )
     return lm

@@ -268,7 +268,7 @@ def run(args, log=print):
         raise ValueError(
             f"Argument `--batch_size`={args.batch_size} exceeds the "
             f"{encoded['kept']} usable training pairs.")
-    static = args.jit_compile or args.strategy == "tpu"
+    static = flags.static_shapes(args)
     train_ds = modeling.make_dataset(
         encoded, args.batch_size, shuffle=True, seed=args.seed,
         drop_remainder=True, static_shapes=static, epochs=args.epochs,
@@ -280,6 +280,8 @@ def run(args, log=print):
             valid_ds = modeling.make_dataset(
                 valid_encoded, args.batch_size, static_shapes=static)
     steps_per_epoch = encoded["kept"] // args.batch_size
+    steps_per_execution = flags.steps_per_execution(
+        args.steps_per_execution, args.strategy, steps_per_epoch)
     total_steps = steps_per_epoch * args.epochs
     warmup_steps = args.warmup_steps or max(
         1, int(total_steps * args.warmup_fraction))
@@ -299,7 +301,8 @@ def run(args, log=print):
             label_smoothing=args.label_smoothing,
             weight_decay=args.weight_decay, jit_compile=args.jit_compile,
             ema_momentum=args.ema_momentum, beam_size=args.beam_size,
-            length_penalty=args.length_penalty)
+            length_penalty=args.length_penalty,
+            steps_per_execution=steps_per_execution)
         return model
 
     def describe(parameters):

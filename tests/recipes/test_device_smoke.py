@@ -54,10 +54,10 @@ def test_every_step_and_its_command(tmp_path):
         for kind in ("devices", "pytest", "probe", "benchmark"):
             assert f"{kind}-{backend}" in names
     options = ["", "-float16", "-jit", "-float16-jit"]
-    assert [n for n in names if n.startswith("glue-")] == [
-        f"glue-mirrored{o}" for o in options]
-    assert [n for n in names if n.startswith("translate-")] == [
-        f"translate-mirrored{o}" for o in options]
+    for recipe in ("glue", "translate"):
+        assert [n for n in names if n.startswith(recipe + "-")] == [
+            f"{recipe}-mirrored{o}" for o in options] + [
+            f"{recipe}-one-device-float16-jit"]
     assert {"xla-4096-random", "xla-4096-factorized_random",
             "lm-builtin-generate"} <= set(names)
 
@@ -75,17 +75,24 @@ def test_every_step_and_its_command(tmp_path):
             assert step["timeout_s"] <= 300
         if step["name"].startswith("xla-4096-"):
             assert command[-1] == "4096"  # full size without --quick
-    assert len(parsed) == 8 + 1 + 3
-    for name in ("glue-mirrored", "translate-mirrored"):
+    assert len(parsed) == 10 + 1 + 3
+    for recipe in ("glue", "translate"):
         for option in options:
-            args = parsed[name + option]
+            args = parsed[f"{recipe}-mirrored{option}"]
             assert args.strategy == "mirrored"
             assert args.jit_compile == ("jit" in option)
             assert args.mixed_precision == (
                 "float16" if "float16" in option else "float32")
-            step = steps[names.index(name + option)]
+            step = steps[names.index(f"{recipe}-mirrored{option}")]
             assert step["env"]["KERAS_SYNTH_LOGICAL_DEVICES"] == "2"
             assert step["needs_gpu"]
+            # XLA over two mirrored replicas is refused by the recipes.
+            assert step["expected_exit"] == (2 if "jit" in option else 0)
+        args = parsed[f"{recipe}-one-device-float16-jit"]
+        assert (args.strategy, args.jit_compile, args.mixed_precision) == (
+            "one_device", True, "float16")
+        assert steps[names.index(f"{recipe}-one-device-float16-jit")][
+            "expected_exit"] == 0
     assert parsed["lm-builtin-generate"].prompts == ["ROMEO:", "JULIET:"]
     assert [parsed[f"benchmark-{b}"].backends for b in
             ("tensorflow", "jax", "torch")] == [["tensorflow"], ["jax"],
@@ -121,7 +128,7 @@ def test_runner_records_each_step_and_goes_on_after_failures(tmp_path):
     assert [s["name"] for s in saved["steps"]] == [s.name for s in steps]
     assert by_name["fails"]["status"] == "failed"
     assert by_name["fails"]["returncode"] == 3
-    assert by_name["fails"]["reason"] == "exit status 3"
+    assert by_name["fails"]["reason"] == "exit status 3 (expected 0)"
     assert by_name["hangs"]["status"] == "failed"
     assert by_name["hangs"]["reason"] == "timed out after 1 s"
     assert by_name["hangs"]["duration_s"] < 30
@@ -195,3 +202,24 @@ def test_without_a_gpu_it_stops_unless_allowed(tmp_path):
     process = _script("--only", "nope")
     assert process.returncode == 2 and "unknown step(s) ['nope']" in (
         process.stderr)
+
+
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow",
+                    reason="the recipes run on TensorFlow")
+def test_mirrored_jit_step_passes_on_the_recipes_refusal(tmp_path):
+    """The "-jit" recipe steps expect the recipes' refusal of XLA over two
+    mirrored replicas (exit 2 and its message): run on two logical CPUs,
+    the step passes; the same step expecting a clean exit fails."""
+    smoke = _module()
+    steps = {s.name: s for s in smoke.build_steps(str(tmp_path), quick=True)}
+    step = steps["glue-mirrored-jit"]
+    assert step.exit_code == 2
+    record = smoke.run_step(step)
+    assert record["status"] == "ok", record
+    assert record["returncode"] == 2
+    assert "not supported with `--strategy=mirrored` over 2 replicas" in (
+        record["output_tail"])
+    step.exit_code = 0
+    record = smoke.run_step(step)
+    assert record["status"] == "failed"
+    assert record["reason"] == "exit status 2 (expected 0)"

@@ -278,6 +278,13 @@ def test_sentence_pairs_from_glue_tsv(tmp_path):
      r"--ema_momentum.*\(0, 1\).*1\.5"),
     (["--task=builtin", "--hidden_dim=10", "--num_heads=4",
       "--max_train_examples=32"], r"--hidden_dim.*divisible"),
+    (["--task=builtin", "--steps_per_execution=0"],
+     r"`--steps_per_execution` must be a positive integer\. Received: "
+     r"--steps_per_execution=0"),
+    (["--task=builtin", "--max_train_examples=64", "--batch_size=16",
+      "--steps_per_execution=3"],
+     r"`--steps_per_execution` must divide the 4 training steps of an "
+     r"epoch.*--steps_per_execution=3"),
 ])
 def test_bad_input_is_one_clear_error(tmp_path, capsys, argv, message):
     argv = [a.format(tmp=tmp_path) for a in argv]
@@ -424,3 +431,44 @@ def test_token_dropout_is_seeded_and_spares_special_tokens():
         np.testing.assert_array_equal(a["padding_mask"], b["padding_mask"])
     with pytest.raises(ValueError, match="token_dropout"):
         model_lib.make_dataset(split, pre, 4, task, token_dropout=0.5)
+
+
+class Captured(Exception):
+    pass
+
+
+@pytest.mark.parametrize("flags, length", [
+    ([], None), (["--jit_compile"], 24), (["--pad_to_max_length"], 24)])
+def test_batches_are_padded_to_max_length_under_jit_compile(
+        tmp_path, monkeypatch, flags, length):
+    from recipes.core import experiment
+
+    def capture(args, run_dir, strategy, build, train_data, *rest, **kw):
+        raise Captured(train_data, kw["extra_callbacks"])
+
+    monkeypatch.setattr(experiment, "train_and_evaluate", capture)
+    with pytest.raises(Captured) as captured:
+        run(["--task=builtin", "--epochs=1", "--max_train_examples=64",
+             f"--model_dir={tmp_path / 'run'}"] + TINY + flags)
+    train_data, _ = captured.value.args
+    inputs, labels = train_data.element_spec
+    # One XLA program: every batch (B, --max_length); else cut to the
+    # batch's longest sequence (a dynamic length).
+    for name in ("token_ids", "padding_mask", "segment_ids"):
+        shape = inputs[name].shape.as_list()
+        assert shape[1] == length, (name, shape)
+        if length is not None:
+            assert shape == [16, length], (name, shape)
+    assert labels.shape.as_list() == [16]
+
+
+def test_steps_per_execution_trains_every_step(tmp_path):
+    results = run(["--task=builtin", "--epochs=2", "--max_train_examples=64",
+                   "--steps_per_execution=2", "--no_export",
+                   "--no_tensorboard", f"--model_dir={tmp_path / 'run'}"]
+                  + TINY)
+    # 4 steps an epoch, 2 per call: all 8 are taken and timed.
+    assert results["steps_per_execution"] == 2
+    assert results["train_steps"] == results["optimizer_steps"] == 8
+    assert results["steps_per_second"] > 0
+    assert len(results["history"]) == 2

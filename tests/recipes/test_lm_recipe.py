@@ -259,3 +259,62 @@ def test_bad_arguments_name_the_flag(tmp_path):
         run(TINY + ["--synthesizer=nope", f"--model_dir={tmp_path}"])
     with pytest.raises(ValueError, match=r"--prompts` holds an empty prompt"):
         run(TINY + ["--prompts", "RO", "", f"--model_dir={tmp_path}"])
+
+
+class Captured(Exception):
+    pass
+
+
+def test_stream_windows_are_static_and_take_the_query_blocked_path(
+        tmp_path, monkeypatch):
+    from recipes.core import experiment
+    from keras_synth.layers import query_blocks
+
+    def capture(args, run_dir, strategy, build, train_data, *rest, **kw):
+        raise Captured(build, train_data, strategy)
+
+    monkeypatch.setattr(experiment, "train_and_evaluate", capture)
+    with pytest.raises(Captured) as captured:
+        run(["--dataset=builtin", "--sequence_length=16", "--num_layers=2",
+             "--hidden_dim=16", "--num_heads=2", "--batch_size=8",
+             "--max_train_examples=200", "--epochs=1", "--dropout=0",
+             "--synthesizer=random", "--verbose=0",
+             f"--model_dir={tmp_path / 'run'}"])
+    build, train_data, strategy = captured.value.args
+    # Every batch of the stream cut has the static shape (B, L).
+    x, y, weights = train_data.element_spec
+    assert x["token_ids"].shape.as_list() == [8, 16]
+    assert x["padding_mask"].shape.as_list() == [8, 16]
+    assert y.shape.as_list() == [8, 16]
+    assert weights.shape.as_list() == [8, 16]
+
+    # With query blocks of 4 rows, 16 > 2 x 4 positions attend one block
+    # at a time in a train step traced for the dataset's element_spec (as
+    # a compiled multi-step loop, XLA or a TPU sees it), in both layers;
+    # blocks need the static length.
+    monkeypatch.setattr(query_blocks, "QUERY_BLOCK", 4)
+    calls = []
+    blocked = query_blocks.blocked_shared_attention
+
+    def spy(*args, **kwargs):
+        calls.append((args[3], kwargs.get("block")))
+        return blocked(*args, **kwargs)
+
+    monkeypatch.setattr(query_blocks, "blocked_shared_attention", spy)
+    with strategy.scope():
+        lm = build()
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    @tf.function
+    def step(x, y, weights):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, lm(x, training=True), weights)
+        return loss, tape.gradient(loss, lm.trainable_variables)
+
+    step.get_concrete_function(*train_data.element_spec)
+    assert calls == [(16, 4), (16, 4)], calls
+    # And it trains (fit's own step).
+    with model_lib.without_preprocessor(lm):
+        history = lm.fit(train_data, steps_per_epoch=2, epochs=1, verbose=0,
+                         shuffle=False)
+    assert np.isfinite(history.history["loss"][0])

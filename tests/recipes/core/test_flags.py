@@ -18,3 +18,41 @@ def test_common_flags():
         parser.parse_args(["--strategy=gpu"])
     with pytest.raises(ValueError, match=r"--epochs.*--epochs=0"):
         flags.positive("epochs", 0)
+
+
+def test_steps_per_execution_flag_defaults_per_device_and_divides_epochs():
+    parser = argparse.ArgumentParser()
+    flags.add_common_flags(parser)
+    assert parser.parse_args([]).steps_per_execution is None
+    assert parser.parse_args(
+        ["--steps_per_execution=8"]).steps_per_execution == 8
+    # One step per call off TPUs; on a TPU the largest divisor of the
+    # epoch's steps up to 32 (an epoch ends with a call's last step).
+    assert flags.steps_per_execution(None, "one_device", 100) == 1
+    assert flags.steps_per_execution(None, "mirrored", 64) == 1
+    assert flags.steps_per_execution(None, "tpu", 100) == 25
+    assert flags.steps_per_execution(None, "tpu", 64) == 32
+    assert flags.steps_per_execution(None, "tpu", 7) == 7
+    assert flags.steps_per_execution(None, "tpu", 37) == 1
+    assert flags.steps_per_execution(4, "one_device", 100) == 4
+    assert flags.steps_per_execution(5, "tpu", 100) == 5
+    with pytest.raises(ValueError, match=r"`--steps_per_execution` must "
+                       r"divide the 10 training steps of an epoch.*"
+                       r"Received: --steps_per_execution=4"):
+        flags.steps_per_execution(4, "one_device", 10)
+    for bad in (0, -2, 1.5, True):
+        with pytest.raises(ValueError, match=r"`--steps_per_execution` must "
+                           r"be a positive integer\. Received: "
+                           rf"--steps_per_execution={bad}"):
+            flags.steps_per_execution(bad, "tpu", 10)
+
+
+def test_static_shapes_with_jit_compile_or_tpu():
+    def args(**values):
+        return argparse.Namespace(**{"jit_compile": False,
+                                     "strategy": "one_device", **values})
+
+    assert not flags.static_shapes(args())
+    assert not flags.static_shapes(args(strategy="mirrored"))
+    assert flags.static_shapes(args(jit_compile=True))
+    assert flags.static_shapes(args(strategy="tpu"))

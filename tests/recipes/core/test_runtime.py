@@ -17,8 +17,6 @@ def test_recipes_refuse_other_backends():
         runtime.require_tensorflow_backend()
 
 
-
-
 @requires_tensorflow
 def test_select_strategy():
     import tensorflow as tf
@@ -36,7 +34,7 @@ def test_select_strategy():
 
 
 @requires_tensorflow
-def test_mirrored_strategy_uses_every_cpu_device():
+def test_mirrored_strategy_uses_every_cpu_device_and_refuses_jit():
     # Two logical CPUs (and no GPU) in a fresh process: one replica each.
     result = run_with_two_cpus("""
         import json
@@ -47,14 +45,33 @@ def test_mirrored_strategy_uses_every_cpu_device():
         from recipes.core import training
         from recipes.core import vocabulary
 
+        import argparse
+
         strategy = runtime.select_strategy("mirrored")
+
+        def setup(jit_compile):
+            args = argparse.Namespace(
+                strategy="mirrored", tpu=None, seed=0, jit_compile=jit_compile,
+                mixed_precision="float32")
+            try:
+                return runtime.setup(args, log=lambda *_: None
+                                     ).num_replicas_in_sync
+            except ValueError as error:
+                return str(error)
+
         print("RESULT " + json.dumps({
             "replicas": strategy.num_replicas_in_sync,
-            "devices": sorted(strategy.extended.worker_devices)}))
+            "devices": sorted(strategy.extended.worker_devices),
+            "setup": setup(False), "setup_jit": setup(True)}))
     """)
     assert result["replicas"] == 2
     assert [d.rsplit("/", 1)[-1] for d in result["devices"]] == [
         "device:CPU:0", "device:CPU:1"]
+    # `--jit_compile` over the two replicas is refused by `setup`.
+    assert result["setup"] == 2
+    assert result["setup_jit"].startswith(
+        "Argument `--jit_compile` is not supported with "
+        "`--strategy=mirrored` over 2 replicas"), result
 
 
 @requires_tensorflow
@@ -226,3 +243,19 @@ def test_logical_devices_from_the_environment():
     with pytest.raises(ValueError, match=r"KERAS_SYNTH_LOGICAL_DEVICES='two'"):
         runtime.split_logical_devices({"KERAS_SYNTH_LOGICAL_DEVICES": "two"})
     assert runtime.split_logical_devices({}) == 1
+
+
+@pytest.mark.parametrize("strategy", ["mirrored", "multi_worker"])
+def test_jit_compile_is_refused_over_several_mirrored_replicas(strategy):
+    with pytest.raises(ValueError, match=(
+            rf"`--jit_compile` is not supported with `--strategy={strategy}` "
+            r"over 2 replicas: .*resources placed on another device.*"
+            r"turns XLA off under tf.distribute")):
+        runtime.check_jit_compile(True, strategy, 2)
+    runtime.check_jit_compile(False, strategy, 2)  # no XLA: fine
+    runtime.check_jit_compile(True, strategy, 1)  # one replica: compiled
+
+
+def test_jit_compile_is_allowed_on_one_device_and_tpu():
+    runtime.check_jit_compile(True, "one_device", 1)
+    runtime.check_jit_compile(True, "tpu", 8)
