@@ -133,7 +133,9 @@ class SynthesizerAttention(keras.layers.Layer):
             whose query rows pass `max_length`, or whose write passes the
             cache's end, raises a `ValueError` when its value is known
             (an int, an eager tensor); under `jax.jit` or `tf.function` it
-            is a traced value, and the outputs are NaN instead. With
+            is a traced value, and the outputs are NaN instead, as are the
+            cache rows written (the compilers clamp such a write into the
+            cache's last rows). With
             `use_causal_mask=True` (and no `attention_mask`) a step reads
             only the cache rows up to its last query position (whole
             blocks of rows under a compiler).
@@ -455,7 +457,7 @@ class SynthesizerAttention(keras.layers.Layer):
             cache_update_index,
         )
         keys, values, cache = self._project_keys_and_values(
-            key, value, cache, cache_update_index
+            key, value, cache, cache_update_index, in_range
         )
         def attend(rows=None):
             """Attention over the first `rows` keys/values (all: `None`)."""
@@ -507,8 +509,11 @@ class SynthesizerAttention(keras.layers.Layer):
 
     # ---------------------------------------------------------------- hooks
 
-    def _project_keys_and_values(self, key, value, cache, cache_update_index):
-        """Returns `(keys, values, cache)`, keys `None` for pure synthesizers."""
+    def _project_keys_and_values(self, key, value, cache, cache_update_index,
+                                 in_range=None):
+        """Returns `(keys, values, cache)`, keys `None` for pure synthesizers;
+        the rows written are NaN where the traced flag `in_range` is False
+        (`attention_cache.update_cache`)."""
         if cache is None:
             if cache_update_index is not None:
                 raise ValueError(
@@ -521,7 +526,8 @@ class SynthesizerAttention(keras.layers.Layer):
             return attention_cache.update_cache(cache, None, None)
         new_keys = self._project_key(key) if self.uses_keys else None
         return attention_cache.update_cache(
-            cache, cache_update_index, self._value_dense(value), new_keys
+            cache, cache_update_index, self._value_dense(value), new_keys,
+            in_range,
         )
 
     def _project_key(self, key):
