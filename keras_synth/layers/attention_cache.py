@@ -33,6 +33,7 @@ import math
 from keras import ops
 
 from keras_synth.layers.keras_utils import concrete_bool
+from keras_synth.layers.keras_utils import graph_check
 from keras_synth.layers.keras_utils import is_int
 
 # Cache rows per block of a causal decoding step under a compiler.
@@ -114,18 +115,39 @@ def update_cache(cache, cache_update_index, new_values, new_keys=None,
 
 
 def check_lengths(query_length, key_length, max_length, variant):
-    """Raises if a known query or key length exceeds `max_length`."""
+    """Raises if a known query or key length exceeds `max_length`.
+
+    Returns the run-time checks (`keras_utils.graph_check`) of lengths
+    known only when a TensorFlow graph runs (`tf.function` with a `None`
+    length), which raise the same message then; an empty list otherwise.
+    """
     if max_length is None:
-        return
+        return []
+    checks = []
     for arg, length in (("query", query_length), ("key/value", key_length)):
-        if is_int(length) and length > max_length:
-            raise ValueError(
-                f"The {arg} sequence length {length} exceeds "
-                f"max_length={max_length} of this {variant!r} "
-                "SynthesizerAttention layer. Expected a length <= "
-                "max_length; build the layer with a larger `max_length` "
-                "or pass shorter sequences."
-            )
+        message = (
+            f"The {arg} sequence length {{}} exceeds "
+            f"max_length={max_length} of this {variant!r} "
+            "SynthesizerAttention layer. Expected a length <= "
+            "max_length; build the layer with a larger `max_length` "
+            "or pass shorter sequences."
+        )
+        if is_int(length):
+            if length > max_length:
+                raise ValueError(message.format(length))
+            continue
+        # TensorFlow shortens a long run-time message in its middle: the
+        # lengths come first.
+        checks.append(graph_check(
+            ops.less_equal(length, max_length),
+            f"The {arg} sequence length {{}} exceeds "
+            f"max_length={max_length}. This {variant!r} "
+            "SynthesizerAttention layer expects a length <= max_length; "
+            "build it with a larger `max_length` or pass shorter "
+            "sequences.",
+            length,
+        ))
+    return [c for c in checks if c is not None]
 
 
 def positions_in_range(query_start, query_length, max_length,

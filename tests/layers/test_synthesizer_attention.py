@@ -564,10 +564,19 @@ def test_unknown_lengths_under_tf_function():
         np.testing.assert_allclose(
             fn(q, v).numpy(), ops.convert_to_numpy(layer(q, v)), atol=1e-5
         )
-    # Longer than max_length: an error at run time, never truncation.
-    q, v = inputs(length_q=L + 1, length_s=3)
-    with pytest.raises(Exception, match="(?i)size|slice|shape"):
-        fn(q, v)
+    # Longer than max_length: the layer's own error at run time (the
+    # length is unknown while tracing), naming max_length and the length,
+    # before any slice of the synthesized logits runs; never truncation.
+    for t, s, message in [
+        (L + 1, 3, f"The query sequence length {L + 1} exceeds "
+                   f"max_length={L}."),
+        (2, L + 3, f"The key/value sequence length {L + 3} exceeds "
+                   f"max_length={L}."),
+    ]:
+        q, v = inputs(length_q=t, length_s=s)
+        with pytest.raises(tf.errors.InvalidArgumentError) as error:
+            fn(q, v)
+        assert message in str(error.value)
 
 
 @pytest.mark.parametrize("synthesizer", ["random", "dense+vanilla", "factorized_random"])
