@@ -6,8 +6,6 @@ and run-time checks of values known only when a TensorFlow graph runs.
 Shared by the modules of this package; not part of the public API.
 """
 
-import textwrap
-
 import keras
 from keras import ops
 
@@ -54,8 +52,7 @@ def graph_check(condition, message, value):
     Only a TensorFlow graph (`tf.function` without XLA) leaves a length
     unknown until it runs and can raise then: this returns a
     `tf.debugging.Assert` op whose error (`InvalidArgumentError`) reads
-    `message` with its `{}` replaced by `value` (in bracketed lines of at
-    most 60 characters, `{}` in the first); `with_checks` makes the
+    `message` with its `{}` replaced by `value`; `with_checks` makes the
     layer's work wait for it. Everywhere else (eager tensors, JAX, whose
     shapes are static under `jax.jit`, PyTorch) it returns `None`: there
     the value is known and checked in Python. Under XLA (`jit_compile`)
@@ -68,14 +65,10 @@ def graph_check(condition, message, value):
 
     if tf.executing_eagerly() or not tf.is_tensor(condition):
         return None
-    # The assertion prints each string of its data cut to about 80
-    # characters: the message goes in lines of at most 60.
-    lines = textwrap.wrap(message, 60)
+    # (The eager caller's exception keeps the start and the end of a long
+    # message, not its middle: put what matters first.)
     return tf.debugging.Assert(
-        condition,
-        [tf.strings.format(line, [value]) if "{}" in line else line
-         for line in lines],
-        summarize=len(lines),
+        condition, [tf.strings.format(message, [value])]
     )
 
 
