@@ -5,6 +5,8 @@ exact message; a traced index (`jax.jit`, `tf.function` with XLA) cannot
 raise through backend-neutral ops, so the outputs are NaN instead of the
 output at a clamped position; TensorFlow's XLA bridge may instead refuse to
 compile the out-of-range slice (docs/design.md, "Decoding cache layouts").
+A traced write past the cache's end (compiled on JAX and TensorFlow) gives
+NaN outputs and NaN in the cache rows the clamped write hit.
 """
 
 import re

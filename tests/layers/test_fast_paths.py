@@ -7,7 +7,10 @@ attention kernel `attention_paths.attend` directly, with `fast_paths=True`
 (what the layer runs) and `fast_paths=False` (the general path, which
 builds the `B x H x T x S` probabilities, and no fused mixture). Both must
 give the same outputs and gradients for the same weights and masks, in eager
-mode and compiled (docs/design.md, "Fast paths").
+mode and compiled (docs/design.md, "Fast paths"). Under mixed_float16 and
+mixed_bfloat16, with logits whose rows span 10-80 (and past 80, the
+fallback), the key-padded path equals the float64 NumPy reference to the
+compute dtype's tolerance, query blocks included.
 """
 
 import keras

@@ -4,7 +4,9 @@ Hypothesis draws the layer (variant or mixture, heads, key/value dims,
 `max_length`, ranks, biases, output shape, dtype policy) and the call (batch
 size, query and key lengths from 1 to `max_length`, self- or
 cross-attention, separate keys, padding masks, a custom `attention_mask`,
-causal masking with a query offset, rows fully masked) and checks:
+causal masking with a query offset, rows fully masked in about one case
+in ten, batch-independent logits lifted on one key by a spread of 10-80 in
+half the cases) and checks:
 
 - outputs and attention probabilities are finite;
 - they equal the float64 NumPy reference (`numpy_reference.py`) within
@@ -16,10 +18,12 @@ causal masking with a query offset, rows fully masked) and checks:
 - each example of a batch is computed independently of the others.
 
 Every run checks `EXPLICIT_CASES` (batch 3, T and S above 1, padded keys, a
-fully masked row, scores requested in half of them) on top of the random
+fully masked row, scores requested in half of them; two under
+mixed_float16 with a spread on the batch-shared path) on top of the random
 cases; the masked-key and batch tests draw only cases with a batch of at
-least 2, T and S of at least 2 and a masked key, and the reference test
-draws half of its cases that way. `--hypothesis-show-statistics` shows the
+least 2, T and S of at least 2 and a masked key that some query row would
+otherwise see (the lifted key, where there is a spread), and the reference
+test draws half of its cases that way. `--hypothesis-show-statistics` shows the
 share of each kind. The number of random cases per test is set by
 `tests/conftest.py` (10 by default; `KERAS_SYNTH_HYPOTHESIS_EXAMPLES=2500`
 for the long search of README "Robustness").
