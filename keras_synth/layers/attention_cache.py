@@ -21,6 +21,11 @@ a `ValueError` when the index is known (a Python int or an eager tensor).
 Under a compiler (jax.jit, tf.function) the index is a traced value and no
 backend-neutral op can raise; the layer's outputs are then NaN
 (`positions_in_range` gives the flag), never a silently clamped answer.
+The cache cannot be left as it was either: the compilers clamp the write
+(`dynamic_update_slice`) into the cache's last rows, so the rows written
+there are NaN too (`update_cache`'s `in_range`), and any later step that
+reads them reports it. The other rows are kept; marking the whole cache
+would copy it at every compiled step.
 """
 
 import math
@@ -28,6 +33,7 @@ import math
 from keras import ops
 
 from keras_synth.layers.keras_utils import concrete_bool
+from keras_synth.layers.keras_utils import graph_check
 from keras_synth.layers.keras_utils import is_int
 
 # Cache rows per block of a causal decoding step under a compiler.
@@ -83,14 +89,23 @@ def check_cache(cache, num_heads, key_dim, value_dim, uses_keys, variant):
         )
 
 
-def update_cache(cache, cache_update_index, new_values, new_keys=None):
+def update_cache(cache, cache_update_index, new_values, new_keys=None,
+                 in_range=None):
     """Writes `new_values` (and `new_keys`) `(B, T, H, k)` into `cache` at
     `cache_update_index`; returns `(keys, values, cache)`, keys `None` for
-    a values-only cache. `None` as the index uses the cache as it is."""
+    a values-only cache. `None` as the index uses the cache as it is.
+
+    `in_range` is `positions_in_range`'s flag for a traced index (`None`
+    when everything is known to fit): where it is False the rows written
+    are NaN, not the new keys and values (see the module docstring).
+    """
     values = cache[:, -1, ...]
     keys = cache[:, 0, ...] if cache.shape[1] == 2 else None
     if cache_update_index is None:
         return keys, values, cache
+    new_values = nan_unless(in_range, new_values)
+    if new_keys is not None:
+        new_keys = nan_unless(in_range, new_keys)
     start = [0, cache_update_index, 0, 0]
     values = ops.slice_update(values, start, new_values)
     if keys is None:
@@ -100,18 +115,39 @@ def update_cache(cache, cache_update_index, new_values, new_keys=None):
 
 
 def check_lengths(query_length, key_length, max_length, variant):
-    """Raises if a known query or key length exceeds `max_length`."""
+    """Raises if a known query or key length exceeds `max_length`.
+
+    Returns the run-time checks (`keras_utils.graph_check`) of lengths
+    known only when a TensorFlow graph runs (`tf.function` with a `None`
+    length), which raise the same message then; an empty list otherwise.
+    """
     if max_length is None:
-        return
+        return []
+    checks = []
     for arg, length in (("query", query_length), ("key/value", key_length)):
-        if is_int(length) and length > max_length:
-            raise ValueError(
-                f"The {arg} sequence length {length} exceeds "
-                f"max_length={max_length} of this {variant!r} "
-                "SynthesizerAttention layer. Expected a length <= "
-                "max_length; build the layer with a larger `max_length` "
-                "or pass shorter sequences."
-            )
+        message = (
+            f"The {arg} sequence length {{}} exceeds "
+            f"max_length={max_length} of this {variant!r} "
+            "SynthesizerAttention layer. Expected a length <= "
+            "max_length; build the layer with a larger `max_length` "
+            "or pass shorter sequences."
+        )
+        if is_int(length):
+            if length > max_length:
+                raise ValueError(message.format(length))
+            continue
+        # TensorFlow shortens a long run-time message in its middle: the
+        # lengths come first.
+        checks.append(graph_check(
+            ops.less_equal(length, max_length),
+            f"The {arg} sequence length {{}} exceeds "
+            f"max_length={max_length}. This {variant!r} "
+            "SynthesizerAttention layer expects a length <= max_length; "
+            "build it with a larger `max_length` or pass shorter "
+            "sequences.",
+            length,
+        ))
+    return [c for c in checks if c is not None]
 
 
 def positions_in_range(query_start, query_length, max_length,

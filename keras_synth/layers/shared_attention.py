@@ -14,6 +14,23 @@ while no allowed logit of a row lies more than 80 below its maximum (else
 an example's keys could underflow in `E`); otherwise an exact fallback runs
 one example at a time, rematerialised (`keras.remat`), so that no
 `B x H x T x S` tensor exists, not for the gradient either.
+
+Mixed precision: `E` is unnormalised, so its entries reach `exp(-80)`
+(about `1.8e-35`, a normal float32 number). Both products, `E @ (m * V)`
+and `E @ m`, therefore run in float32 (`WORK_DTYPE`: the values are upcast,
+the `(B, T, H, value_dim)` quotient is cast back to the compute dtype).
+Cast to float16, whose smallest subnormal is about `6e-8` (`exp(-16.6)`),
+`E` would lose every key more than ~17 below the row maximum, and an
+example that attends only to such keys would divide `0 / 0` (NaN). The
+alternative, a float16 threshold of ~16 on the spread, would send ordinary
+trained random logits to the one-example-at-a-time fallback and still be
+inexact near it (float16 subnormals keep a few bits only). The float32
+products are exact for every compute dtype and cost what the float16 ones
+do in memory terms: the values and the output in float32,
+`B x S x H x value_dim` and `B x T x H x value_dim`, never a
+`B x H x T x S` tensor. Normalised probabilities (the other paths) are cast
+to the compute dtype as usual: a probability below float16's range is
+below its rounding error relative to the row's sum of 1.
 """
 
 import keras
@@ -27,6 +44,19 @@ from keras_synth.layers.keras_utils import concrete_bool
 # A row whose allowed logits span less than this normalises after the
 # product with the values; exp(-80) is still a normal float32.
 SAFE_SPREAD = 80.0
+
+# The dtype of the unnormalised weights and of their products with the
+# values and the key mask (see the module docstring): float32, or float64
+# for float64 logits.
+WORK_DTYPE = "float32"
+
+
+def work_dtype(dtype):
+    """The dtype `key_padded_attention` computes in for logits of `dtype`:
+    float64 stays float64, anything else (float16, bfloat16, float32)
+    becomes `WORK_DTYPE`."""
+    dtype = keras.backend.standardize_dtype(dtype)
+    return "float64" if dtype == "float64" else WORK_DTYPE
 
 
 def uses_shared_path(batch_dependent, factored_masks, dropout, training,
@@ -80,8 +110,15 @@ def shared_attention(logits, values, rows=None, keys=None, pattern=None):
 
 def key_padded_attention(logits, values, keys, pattern=None):
     """Shared logits with a per-example key padding mask `keys (B, S)`:
-    normalised after the values where safe, else one example at a time."""
-    dtype = logits.dtype
+    normalised after the values where safe, else one example at a time.
+
+    The unnormalised weights and both products run in `work_dtype` (float32
+    for any 16-bit compute dtype; see the module docstring); the output has
+    the values' dtype.
+    """
+    output_dtype = values.dtype
+    dtype = work_dtype(logits.dtype)
+    logits = ops.cast(logits, dtype)
     allowed = ops.any(keys, axis=0, keepdims=True)  # (1, S)
     if pattern is not None:
         allowed = ops.logical_and(allowed, pattern)  # (T, S)
@@ -103,16 +140,18 @@ def key_padded_attention(logits, values, keys, pattern=None):
             allowed, ops.exp(masked - shift), ops.cast(0.0, dtype)
         )
         denominator = ops.einsum("nts,bs->btn", weights, ops.cast(keys, dtype))
+        # In `dtype`, not the compute dtype: the weights are unnormalised
+        # and would underflow in float16 (the module docstring).
         numerator = ops.einsum(
             "nts,bsnh->btnh",
-            ops.cast(weights, values.dtype),
-            values * ops.cast(key_weights, values.dtype),
+            weights,
+            ops.cast(values, dtype) * ops.cast(key_weights, dtype),
         )
         denominator = ops.where(
             denominator > 0, denominator, ops.ones_like(denominator)
         )
-        return numerator / ops.cast(
-            ops.expand_dims(denominator, -1), values.dtype
+        return ops.cast(
+            numerator / ops.expand_dims(denominator, -1), output_dtype
         )
 
     def fall_back():

@@ -18,6 +18,7 @@ from keras_synth.layers import synthesizer_arguments as arguments
 from keras_synth.layers.keras_utils import clone_initializer
 from keras_synth.layers.keras_utils import get_keras_mask
 from keras_synth.layers.keras_utils import set_keras_mask
+from keras_synth.layers.keras_utils import with_checks
 from keras_synth.layers.synthesizer_arguments import (  # noqa: F401 (API)
     default_factorized_dense_sizes,
 )
@@ -133,7 +134,9 @@ class SynthesizerAttention(keras.layers.Layer):
             whose query rows pass `max_length`, or whose write passes the
             cache's end, raises a `ValueError` when its value is known
             (an int, an eager tensor); under `jax.jit` or `tf.function` it
-            is a traced value, and the outputs are NaN instead. With
+            is a traced value, and the outputs are NaN instead, as are the
+            cache rows written (the compilers clamp such a write into the
+            cache's last rows). With
             `use_causal_mask=True` (and no `attention_mask`) a step reads
             only the cache rows up to its last query position (whole
             blocks of rows under a compiler).
@@ -450,12 +453,14 @@ class SynthesizerAttention(keras.layers.Layer):
         query_length = ops.shape(query)[1]
         # Checked before the cache is written: a write out of range would
         # be clamped (JAX, XLA) or fail with an index error (PyTorch).
-        in_range = self._check_positions(
+        in_range, checks = self._check_positions(
             query_start_index, query_length, ops.shape(value)[1], cache,
             cache_update_index,
         )
+        # Lengths known only when a TensorFlow graph runs: checked first.
+        query, value, key = with_checks(checks, query, value, key)
         keys, values, cache = self._project_keys_and_values(
-            key, value, cache, cache_update_index
+            key, value, cache, cache_update_index, in_range
         )
         def attend(rows=None):
             """Attention over the first `rows` keys/values (all: `None`)."""
@@ -507,8 +512,11 @@ class SynthesizerAttention(keras.layers.Layer):
 
     # ---------------------------------------------------------------- hooks
 
-    def _project_keys_and_values(self, key, value, cache, cache_update_index):
-        """Returns `(keys, values, cache)`, keys `None` for pure synthesizers."""
+    def _project_keys_and_values(self, key, value, cache, cache_update_index,
+                                 in_range=None):
+        """Returns `(keys, values, cache)`, keys `None` for pure synthesizers;
+        the rows written are NaN where the traced flag `in_range` is False
+        (`attention_cache.update_cache`)."""
         if cache is None:
             if cache_update_index is not None:
                 raise ValueError(
@@ -521,7 +529,8 @@ class SynthesizerAttention(keras.layers.Layer):
             return attention_cache.update_cache(cache, None, None)
         new_keys = self._project_key(key) if self.uses_keys else None
         return attention_cache.update_cache(
-            cache, cache_update_index, self._value_dense(value), new_keys
+            cache, cache_update_index, self._value_dense(value), new_keys,
+            in_range,
         )
 
     def _project_key(self, key):
@@ -533,14 +542,16 @@ class SynthesizerAttention(keras.layers.Layer):
     def _check_positions(self, query_start, query_length, value_length,
                          cache, cache_update_index):
         """Raises for known lengths or positions out of range; returns the
-        traced in-range flag (`attention_cache.positions_in_range`)."""
+        traced in-range flag (`attention_cache.positions_in_range`) and the
+        run-time length checks of a TensorFlow graph
+        (`attention_cache.check_lengths`)."""
         if cache is not None:
             attention_cache.check_cache(
                 cache, self._num_heads, self._key_dim, self._value_dim,
                 self.uses_keys, self._synthesizer,
             )
         key_length = value_length if cache is None else ops.shape(cache)[2]
-        attention_cache.check_lengths(
+        checks = attention_cache.check_lengths(
             query_length, key_length, self._max_length, self._synthesizer
         )
         if cache is None:
@@ -548,7 +559,7 @@ class SynthesizerAttention(keras.layers.Layer):
         return attention_cache.positions_in_range(
             query_start, query_length, self._max_length,
             cache_update_index, value_length, key_length,
-        )
+        ), checks
 
     def initial_cache(self, batch_size, max_length=None, dtype=None):
         """Returns an empty (zero) cache for autoregressive decoding.

@@ -39,9 +39,18 @@ terms summed into that output element (>= |y_ref|; a sum of products in a
 dtype is exact to a few `eps` of it), `tiny` the absolute rounding error of
 a probability far below 1 (the larger of float32's smallest normal number
 and `eps` times the compute dtype's: 2**-24 in float16), `m_1` is `m` with
-every probability 1, and a probability row's sum is within
-`c (eps + e) + c tiny S` of 1. Both are relative to each element's own
-size, not to the largest value of the tensor.
+every probability 1. Both are relative to each element's own size, not to
+the largest value of the tensor.
+
+A probability row's sum is within `c (eps + S eps_l) + c tiny S` of 1,
+`eps_l` the machine epsilon of the logits dtype in which the softmax runs:
+the softmax of any logits sums to 1, so the logits' error `e` has no part
+in it (with it, a bfloat16 row of large logits, `e` near 1/4, accepted a
+sum of 0).
+
+The logits of random, fixed random and factorized random are weights in the
+layer's logits dtype (float32 under every 16-bit policy, mixed or not), so
+their `e` is float32's `eps` times their magnitude there.
 """
 
 import math
@@ -312,8 +321,13 @@ def tolerances(layer, query, value, key=None, query_mask=None,
     row_relative = relative.max(axis=1)  # (B, T): the worst head
     row_relative = row_relative.reshape(
         row_relative.shape + (1,) * (terms.ndim - 2))
-    return (row_relative * terms + tiny * all_values, probs_tol,
-            relative + tiny * S)
+    # The softmax in the logits dtype (its sum rounded up to `S` times),
+    # then each probability rounded to the compute dtype: no logit error.
+    softmax_eps = machine_epsilon(logits_dtype(policy))
+    row_sum_tol = np.full(
+        relative.shape,
+        TOLERANCE_FACTOR * (eps + S * softmax_eps) + tiny * S)
+    return row_relative * terms + tiny * all_values, probs_tol, row_sum_tol
 
 
 # Variants whose logits come from projections of the query (and key) in the
@@ -341,11 +355,20 @@ def _logit_errors(layer, weights, query, key, start, T, S):
     errors = 0.0
     for i, name in enumerate(layer.variants):
         eps = machine_epsilon(policy.compute_dtype if name in _PROJECTED
-                              else policy.variable_dtype)
+                              else logits_dtype(policy))
         size = _variant_logits(layer, name, magnitudes, np.abs(query),
                                np.abs(key), start, T, S)
         errors = errors + alpha[None, :, i, None, None] * eps * size
     return errors
+
+
+def logits_dtype(policy):
+    """The dtype of the layer's logits and logit weights under `policy`:
+    float32 for a 16-bit compute dtype (mixed or not), else the compute
+    dtype (`SynthesizerAttention`'s docstring)."""
+    if policy.compute_dtype in ("float16", "bfloat16"):
+        return "float32"
+    return policy.compute_dtype
 
 
 def _smallest_normal(dtype):

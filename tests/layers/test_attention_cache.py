@@ -5,6 +5,8 @@ exact message; a traced index (`jax.jit`, `tf.function` with XLA) cannot
 raise through backend-neutral ops, so the outputs are NaN instead of the
 output at a clamped position; TensorFlow's XLA bridge may instead refuse to
 compile the out-of-range slice (docs/design.md, "Decoding cache layouts").
+A traced write past the cache's end (compiled on JAX and TensorFlow) gives
+NaN outputs and NaN in the cache rows the clamped write hit.
 """
 
 import re
@@ -116,3 +118,64 @@ def test_traced_index_past_max_length_gives_nan(synthesizer):
         else:
             output = run(index)
         assert np.isnan(output).all(), index
+
+
+@pytest.mark.parametrize("synthesizer", ["random", "dense", "random+vanilla"])
+def test_traced_write_past_the_cache_is_reported(synthesizer):
+    """A cache of 3 rows in a layer of max_length 4: index 3 keeps the query
+    inside max_length but writes past the cache. Compiled (jax.jit, XLA and
+    plain `tf.function` on TensorFlow) the index is traced: the outputs are
+    NaN and so are the cache rows the clamped write hit (row 2), the other
+    rows keep their values. PyTorch runs eagerly: a tensor index raises."""
+    layer, x = _layer(synthesizer)
+    rng = np.random.default_rng(5)
+    cache = ops.convert_to_tensor(rng.standard_normal(
+        tuple(layer.initial_cache(B, 3).shape)).astype("float32"))
+    message = (
+        "Argument `cache_update_index`=3 writes 1 position(s) into a cache "
+        "of length 3. Expected 0 <= cache_update_index <= 3 - 1."
+    )
+    if BACKEND == "torch":
+        with pytest.raises(ValueError) as error:
+            layer(x, x, cache=cache, cache_update_index=ops.convert_to_tensor(3))
+        assert message in message_lines(error.value)
+        return
+    if BACKEND == "jax":
+        def step(trainable, non_trainable, x, cache, index):
+            return layer.stateless_call(
+                trainable, non_trainable, x, x, cache=cache,
+                cache_update_index=index,
+            )[0]
+
+        fn = compiled(step)
+        runs = {"jit": lambda index: fn(
+            [v.value for v in layer.trainable_variables],
+            [v.value for v in layer.non_trainable_variables],
+            x, cache, index)}
+    else:
+        import tensorflow as tf
+
+        def step(x, cache, index):
+            return layer(x, x, cache=cache, cache_update_index=index)
+
+        runs = {
+            name: (lambda fn: lambda index: fn(
+                tf.constant(x), cache, tf.constant(index)))(
+                    tf.function(step, jit_compile=jit))
+            for name, jit in (("xla", True), ("graph", False))
+        }
+    before = ops.convert_to_numpy(cache)
+    for name, run in runs.items():
+        output, new_cache = (ops.convert_to_numpy(t) for t in run(2))
+        expected, expected_cache = layer(x, x, cache=cache,
+                                         cache_update_index=2)
+        np.testing.assert_allclose(output, ops.convert_to_numpy(expected),
+                                   rtol=1e-5, atol=1e-5, err_msg=name)
+        np.testing.assert_allclose(new_cache,
+                                   ops.convert_to_numpy(expected_cache),
+                                   rtol=1e-5, atol=1e-5, err_msg=name)
+        output, new_cache = (ops.convert_to_numpy(t) for t in run(3))
+        assert np.isnan(output).all(), name
+        # The clamped write landed on row 2: NaN there, nothing else changed.
+        assert np.isnan(new_cache[:, :, 2]).all(), name
+        np.testing.assert_array_equal(new_cache[:, :, :2], before[:, :, :2])

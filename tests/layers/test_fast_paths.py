@@ -7,7 +7,10 @@ attention kernel `attention_paths.attend` directly, with `fast_paths=True`
 (what the layer runs) and `fast_paths=False` (the general path, which
 builds the `B x H x T x S` probabilities, and no fused mixture). Both must
 give the same outputs and gradients for the same weights and masks, in eager
-mode and compiled (docs/design.md, "Fast paths").
+mode and compiled (docs/design.md, "Fast paths"). Under mixed_float16 and
+mixed_bfloat16, with logits whose rows span 10-80 (and past 80, the
+fallback), the key-padded path equals the float64 NumPy reference to the
+compute dtype's tolerance, query blocks included.
 """
 
 import keras
@@ -22,6 +25,11 @@ from tests.backend_utils import gradients
 from tests.layers.layer_harness import BATCH_INDEPENDENT as SHARED
 from tests.layers.layer_harness import assert_same_outputs_and_gradients
 from tests.layers.layer_harness import compiled
+from tests.layers.numpy_reference import assert_within
+from tests.layers.numpy_reference import reference_attention
+from tests.layers.numpy_reference import tolerances
+from tests.layers.stress_utils import run_layer
+
 BATCH, LENGTH, WIDTH, HEADS, KEY_DIM, MAX_LENGTH = 3, 7, 12, 2, 4, 9
 
 
@@ -330,3 +338,151 @@ def test_empty_rows_zeroed_after_values_match_general_path(variant, mask):
     np.testing.assert_allclose(fast, general, rtol=1e-5, atol=1e-6)
     if mask == "all_masked_example":
         assert not fast[2].any()  # masked scores are exactly 0
+
+
+# ------------------------------------------- mixed precision, spread logits
+#
+# The key-padded batch-shared path multiplies the unnormalised weights
+# `exp(L - max)` by the values. Cast to float16 (smallest subnormal ~6e-8,
+# `exp(-16.6)`), the weights of keys more than ~17 below the batch's row
+# maximum vanished, and an example attending only to such keys divided 0 by
+# 0: NaN. Spreads of 10-80 (below the fallback's 80) reach that path.
+
+SPREADS = [10.0, 17.0, 25.0, 40.0, 79.0]
+
+
+def _reference_check(layer, x, **kwargs):
+    """The layer's output (through `run_layer`: jitted on JAX) is finite
+    and equals the float64 NumPy reference to the compute dtype's
+    per-element tolerance."""
+    output = run_layer(layer, x, x, **kwargs)
+    output = ops.convert_to_numpy(ops.cast(output, "float32")).astype(
+        "float64")
+    assert np.isfinite(output).all(), "non-finite output"
+    expected, _ = reference_attention(layer, x, x, **kwargs)
+    output_tol, _, _ = tolerances(layer, x, x, **kwargs)
+    assert_within(output, expected, output_tol, "output")
+    return output
+
+
+def test_mixed_float16_key_padding_regression():
+    """The reproduction of the issue: random logits 25 on key 0, 0 elsewhere,
+    the second example's keys 0-3 hidden: it was NaN under mixed_float16
+    on every backend."""
+    keras.config.set_dtype_policy("mixed_float16")
+    try:
+        layer = SynthesizerAttention(num_heads=1, key_dim=8,
+                                     synthesizer="random", max_length=8,
+                                     use_bias=False)
+    finally:
+        keras.config.set_dtype_policy("float32")
+    x = np.random.default_rng(0).standard_normal((2, 8, 8)).astype("float32")
+    layer(x, x)
+    logits = np.zeros((1, 8, 8), "float32")
+    logits[..., 0] = 25.0
+    layer.synthesizers[0].kernel.assign(logits)
+    value_mask = np.ones((2, 8), bool)
+    value_mask[1, :4] = False
+    output = ops.convert_to_numpy(
+        ops.cast(layer(x, x, value_mask=value_mask), "float32"))
+    assert not np.isnan(output).any(), "NaN under mixed_float16"
+    _reference_check(layer, x, value_mask=value_mask)
+
+
+def _spread_layer(variant, policy, spread, seed=1):
+    """A batch-independent layer whose logits put keys 0 and 1 `spread`
+    above the others in every row (on top of N(0, 1) logits), in the
+    mixture's logits too: example 1 of `_inputs` hides keys 4-6, example 2
+    all but key 2, so its visible keys sit `spread` below the row maximum
+    over the batch."""
+    layer = _layer(variant, seed=seed, dtype=policy)
+    rng = np.random.default_rng(seed)
+    weights = layer.mixture_weights()
+    alpha = (np.ones((HEADS, 1)) if weights is None
+             else ops.convert_to_numpy(weights).astype("float64"))
+    high = np.zeros(MAX_LENGTH)
+    high[:2] = 1.0
+    for i, synthesizer in enumerate(layer.synthesizers):
+        # Each component carries the spread divided by its mixture weight.
+        boost = spread / alpha[:, i] / len(layer.synthesizers)
+        if synthesizer.variant in ("random", "fixed_random"):
+            value = rng.standard_normal(tuple(synthesizer.kernel.shape))
+            value = value + boost[:, None, None] * high[None, None, :]
+            synthesizer.kernel.assign(value.astype("float32"))
+        else:  # factorized random: a rank-1 term boost * 1 high^T
+            left = 0.5 * rng.standard_normal(tuple(synthesizer.left.shape))
+            right = 0.5 * rng.standard_normal(tuple(synthesizer.right.shape))
+            left[..., 0] = 1.0
+            right[..., 0] = boost[:, None] * high[None, :]
+            synthesizer.left.assign(left.astype("float32"))
+            synthesizer.right.assign(right.astype("float32"))
+    return layer
+
+
+def _spread_masks():
+    x, keys, rows, _ = _inputs()
+    keys = keys.copy()
+    keys[1, :] = True
+    keys[1, :4] = False  # example 1 sees only keys 4-6, below keys 0 and 1
+    return x, {
+        "padding": {"value_mask": keys},
+        "padding+causal": {"value_mask": keys, "use_causal_mask": True},
+        "query+padding": {"query_mask": rows, "value_mask": keys},
+    }
+
+
+@pytest.mark.parametrize("spread", SPREADS)
+@pytest.mark.parametrize("mask", ["padding", "padding+causal",
+                                  "query+padding"])
+@pytest.mark.parametrize("variant", ["random", "factorized_random",
+                                     "fixed_random+factorized_random"])
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+def test_mixed_precision_spread_logits_match_reference(policy, variant, mask,
+                                                       spread, monkeypatch):
+    layer = _spread_layer(variant, policy, spread)
+    x, masks = _spread_masks()
+    kwargs = masks[mask]
+    calls = []
+    original = general_attention.attend
+
+    def counted(*args, **kw):
+        calls.append(1)
+        return original(*args, **kw)
+
+    monkeypatch.setattr(general_attention, "attend", counted)
+    output = _reference_check(layer, x, **kwargs)
+    assert not calls, "the batch-shared path was not taken"
+    # Example 1 attends to its own keys, not a zero or a NaN.
+    bias = ops.convert_to_numpy(ops.cast(layer.output_dense.bias, "float32"))
+    assert np.abs(output[1] - bias).max() > 1e-2
+
+
+@pytest.mark.parametrize("spread", [17.0, 79.0])
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+def test_mixed_precision_spread_logits_in_query_blocks(policy, spread,
+                                                       monkeypatch):
+    """Blocks of 3 query rows (7 > 2 * 3: the layer blocks) run the same
+    key-padded products per block."""
+    from keras_synth.layers import query_blocks
+
+    calls = []
+    blocked = query_blocks.blocked_shared_attention
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return blocked(*args, **kwargs)
+
+    monkeypatch.setattr(query_blocks, "QUERY_BLOCK", 3)
+    monkeypatch.setattr(query_blocks, "blocked_shared_attention", counting)
+    layer = _spread_layer("random", policy, spread)
+    x, masks = _spread_masks()
+    _reference_check(layer, x, **masks["padding+causal"])
+    assert calls, "the query blocks were not used"
+
+
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+def test_mixed_precision_spread_fallback_matches_reference(policy):
+    """Past a spread of 80 the per-example fallback runs: exact too."""
+    layer = _spread_layer("random", policy, 200.0)
+    x, masks = _spread_masks()
+    _reference_check(layer, x, **masks["padding"])
