@@ -1,7 +1,7 @@
 """Cached generation with Synthesizer blocks and keras-nlp samplers.
 
 Trains two tiny models on toy tasks (seconds on a CPU), then decodes with
-`keras_nlp.samplers.GreedySampler`, `BeamSampler` and `TopKSampler`, with
+`keras_hub.samplers.GreedySampler`, `BeamSampler` and `TopKSampler`, with
 the decoding cache of `SynthesizerDecoder` (built with `initial_cache`):
 
 - a decoder-only language model that continues counting sequences
@@ -28,7 +28,7 @@ from keras import ops
 
 from keras_synth.layers import SynthesizerDecoder
 from keras_synth.layers import SynthesizerEncoder
-from keras_synth.layers.block_utils import keras_nlp
+import keras_hub
 from keras_synth.models.generation_utils import decode_with_caches
 from keras_synth.models.generation_utils import (
     initial_cross_attention_caches,
@@ -47,7 +47,7 @@ class TinyTransformer(keras.Model):
                  hidden=32, heads=4, layers=2, **kwargs):
         super().__init__(**kwargs)
         self.length = length
-        self.embedding = keras_nlp.layers.TokenAndPositionEmbedding(
+        self.embedding = keras_hub.layers.TokenAndPositionEmbedding(
             vocabulary, length, hidden
         )
         self.blocks = [
@@ -58,7 +58,7 @@ class TinyTransformer(keras.Model):
         self.head = keras.layers.Dense(vocabulary)
         self.has_encoder = encoder
         if encoder:
-            self.source_embedding = keras_nlp.layers.TokenAndPositionEmbedding(
+            self.source_embedding = keras_hub.layers.TokenAndPositionEmbedding(
                 vocabulary, length, hidden
             )
             self.encoders = [
@@ -176,9 +176,9 @@ def train(model, inputs, targets, steps, batch_size, label):
 
 def samplers(seed):
     return {
-        "greedy": lambda: keras_nlp.samplers.GreedySampler(),
-        "beam": lambda: keras_nlp.samplers.BeamSampler(num_beams=3),
-        "top_k": lambda: keras_nlp.samplers.TopKSampler(k=2, seed=seed),
+        "greedy": lambda: keras_hub.samplers.GreedySampler(),
+        "beam": lambda: keras_hub.samplers.BeamSampler(num_beams=3),
+        "top_k": lambda: keras_hub.samplers.TopKSampler(k=2, seed=seed),
     }
 
 

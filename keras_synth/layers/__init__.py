@@ -2,10 +2,10 @@
 
 import importlib.util
 
-from keras_synth.layers.synthesizer_attention import SynthesizerAttention
+from keras_synth.layers.attention import SynthesizerAttention
 # The variant names `SynthesizerAttention(synthesizer=...)` accepts (a
 # constant; `__all__` lists the layers).
-from keras_synth.layers.synthesizers import VARIANTS
+from keras_synth.layers.synthesizers.variants import VARIANTS
 
 __all__ = ["SynthesizerAttention", "SynthesizerEncoder", "SynthesizerDecoder"]
 
@@ -15,8 +15,8 @@ __all__ = ["SynthesizerAttention", "SynthesizerEncoder", "SynthesizerDecoder"]
 if importlib.util.find_spec("keras_hub") or importlib.util.find_spec(
     "keras_nlp"
 ):
-    from keras_synth.layers.synthesizer_decoder import SynthesizerDecoder
-    from keras_synth.layers.synthesizer_encoder import SynthesizerEncoder
+    from keras_synth.layers.blocks import SynthesizerDecoder
+    from keras_synth.layers.blocks import SynthesizerEncoder
 else:  # pragma: no cover - exercised only without keras-hub
 
     def __getattr__(name):

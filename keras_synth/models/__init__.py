@@ -2,41 +2,29 @@
 model API (`pip install "keras-synth[nlp]"`)."""
 
 from keras_synth.models.generation_export import export_generator
-from keras_synth.models.synthesizer_backbone import SynthesizerBackbone
-from keras_synth.models.synthesizer_text_classifier import (
-    SynthesizerTextClassifier,
-)
-from keras_synth.models.synthesizer_text_classifier import (
-    export_text_classifier,
-)
-from keras_synth.models.synthesizer_text_classifier_preprocessor import (
-    SynthesizerTextClassifierPreprocessor,
-)
+from keras_synth.models.losses import SmoothedSparseCategoricalCrossentropy
 from keras_synth.models.synthesizer_causal_lm import SynthesizerCausalLM
-from keras_synth.models.synthesizer_causal_lm_backbone import (
+from keras_synth.models.synthesizer_causal_lm import (
     SynthesizerCausalLMBackbone,
 )
-from keras_synth.models.synthesizer_causal_lm_preprocessor import (
+from keras_synth.models.synthesizer_causal_lm import (
     SynthesizerCausalLMPreprocessor,
 )
-from keras_synth.models.synthesizer_char_tokenizer import (
-    SynthesizerCharTokenizer,
+from keras_synth.models.synthesizer_encoder import SynthesizerBackbone
+from keras_synth.models.synthesizer_encoder import SynthesizerTextClassifier
+from keras_synth.models.synthesizer_encoder import (
+    SynthesizerTextClassifierPreprocessor,
 )
-from keras_synth.models.synthesizer_seq2seq_backbone import (
-    SynthesizerSeq2SeqBackbone,
-)
-from keras_synth.models.synthesizer_seq2seq_lm import SynthesizerSeq2SeqLM
-from keras_synth.models.synthesizer_seq2seq_lm_preprocessor import (
+from keras_synth.models.synthesizer_encoder import export_text_classifier
+from keras_synth.models.synthesizer_seq2seq import SynthesizerSeq2SeqBackbone
+from keras_synth.models.synthesizer_seq2seq import SynthesizerSeq2SeqLM
+from keras_synth.models.synthesizer_seq2seq import (
     SynthesizerSeq2SeqLMPreprocessor,
 )
-from keras_synth.models.smoothed_cross_entropy import (
-    SmoothedSparseCategoricalCrossentropy,
-)
-from keras_synth.models.synthesizer_tokenizer import RESERVED_TOKENS
-from keras_synth.models.synthesizer_tokenizer import SynthesizerTokenizer
-from keras_synth.models.wordpiece_vocabulary import (
-    learn_wordpiece_vocabulary,
-)
+from keras_synth.models.tokenizers import RESERVED_TOKENS
+from keras_synth.models.tokenizers import SynthesizerCharTokenizer
+from keras_synth.models.tokenizers import SynthesizerTokenizer
+from keras_synth.models.tokenizers import learn_wordpiece_vocabulary
 
 __all__ = [
     "RESERVED_TOKENS",

@@ -12,7 +12,7 @@ import keras
 from keras import ops
 
 from keras_synth import samplers
-from keras_synth.layers.block_utils import keras_nlp
+from keras_synth._hub import keras_hub
 
 
 def embed(token_embedding, position_embedding, token_ids, scale, start_index=0):
@@ -171,7 +171,7 @@ class SamplerCompileMixin:
 
 def reversible_embedding(vocabulary_size, hidden_dim, dtype, name):
     """The token embedding, tied to the output projection."""
-    return keras_nlp.layers.ReversibleEmbedding(
+    return keras_hub.layers.ReversibleEmbedding(
         input_dim=vocabulary_size,
         output_dim=hidden_dim,
         tie_weights=True,

@@ -4,7 +4,7 @@ import keras
 from keras import ops
 from keras import tree
 
-from keras_synth.layers.block_utils import keras_nlp
+from keras_synth._hub import keras_hub
 
 NEG_INF = -1.0e9
 
@@ -15,7 +15,7 @@ def length_penalty_factor(length, alpha):
 
 
 @keras.saving.register_keras_serializable(package="keras_synth")
-class LengthPenaltyBeamSampler(keras_nlp.samplers.Sampler):
+class LengthPenaltyBeamSampler(keras_hub.samplers.Sampler):
     """Beam search whose finished hypotheses are ranked with a length penalty.
 
     `num_beams` hypotheses stay alive. Each step scores every one-token

@@ -1,6 +1,6 @@
 """`get`: a sampler from a name, a config or an instance."""
 
-from keras_synth.layers.block_utils import keras_nlp
+from keras_synth._hub import keras_hub
 from keras_synth.samplers.length_penalty_beam_sampler import (
     LengthPenaltyBeamSampler,
 )
@@ -36,7 +36,7 @@ def get(identifier):
         return LengthPenaltyBeamSampler(**identifier.get("config", {}))
     error = None
     try:
-        sampler = keras_nlp.samplers.get(identifier)
+        sampler = keras_hub.samplers.get(identifier)
     except (KeyError, ValueError, TypeError) as caught:
         sampler, error = None, caught
     # keras-hub returns an unknown name as it is (a str is callable).

@@ -185,7 +185,7 @@ def run_worker(args):
     import keras
     import numpy as np
 
-    from keras_synth.layers import attention_cache
+    from keras_synth.layers.attention import cache as attention_cache
 
     backend = keras.backend.backend()
     compiled = backend != "torch"

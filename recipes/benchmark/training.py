@@ -41,7 +41,7 @@ def forward_flops(row, batch, length, width, heads, max_length=None):
     Matmuls only (projections, logits, the weighted sum of values); the
     softmax and elementwise work are not counted, as usual.
     """
-    from keras_synth.layers.synthesizer_attention import (
+    from keras_synth.layers.attention.synthesizer_attention import (
         default_factorized_dense_sizes,
     )
 

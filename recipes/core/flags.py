@@ -241,7 +241,7 @@ def canonical_synthesizer(flag, value):
     Raises:
         ValueError: naming the flag, for an unknown variant.
     """
-    from keras_synth.layers.synthesizer_attention import parse_synthesizer
+    from keras_synth.layers.attention.synthesizer_attention import parse_synthesizer
 
     try:
         return "+".join(parse_synthesizer(value))

@@ -19,7 +19,7 @@ import numpy as np
 from keras import ops
 
 from keras_synth.layers import VARIANTS
-from keras_synth.layers.synthesizers import SYNTHESIZERS
+from keras_synth.layers.synthesizers.variants import SYNTHESIZERS
 
 BACKEND = keras.backend.backend()
 

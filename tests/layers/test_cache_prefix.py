@@ -14,8 +14,8 @@ import pytest
 from keras import ops
 
 from keras_synth.layers import SynthesizerAttention
-from keras_synth.layers import attention_cache
-from keras_synth.layers import attention_paths
+from keras_synth.layers.attention import cache as attention_cache
+from keras_synth.layers.attention import paths as attention_paths
 from tests.layers.decoding_helpers import compiled
 from tests.layers.decoding_helpers import decode_step_by_step
 

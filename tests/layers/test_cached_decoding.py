@@ -16,7 +16,7 @@ from keras_synth.layers import SynthesizerAttention
 from keras_synth.layers import SynthesizerDecoder
 from keras_synth.layers import SynthesizerEncoder
 from keras_synth.layers import VARIANTS as SYNTHESIZER_VARIANTS
-from keras_synth.layers.block_utils import keras_nlp
+import keras_hub
 from keras_synth.models.generation_utils import decode_with_caches
 from keras_synth.models.generation_utils import (
     initial_cross_attention_caches,
@@ -246,7 +246,7 @@ class TinyLM:
 
     def __init__(self, variant, encoder=False, seed=0):
         keras.utils.set_random_seed(seed)
-        self.embedding = keras_nlp.layers.TokenAndPositionEmbedding(
+        self.embedding = keras_hub.layers.TokenAndPositionEmbedding(
             VOCAB, LENGTH, HIDDEN
         )
         self.blocks = [
@@ -259,7 +259,7 @@ class TinyLM:
         self.head = keras.layers.Dense(VOCAB)
         self.encoder = None
         if encoder:
-            self.source_embedding = keras_nlp.layers.TokenAndPositionEmbedding(
+            self.source_embedding = keras_hub.layers.TokenAndPositionEmbedding(
                 VOCAB, LENGTH, HIDDEN
             )
             self.encoder = SynthesizerEncoder(
@@ -384,7 +384,7 @@ def test_greedy_sampler_matches_uncached_greedy_decoding(variant, encoder):
     prompt = _prompt(6)
     source = np.random.default_rng(7).integers(1, VOCAB, (2, 6)).astype(
         "int32") if encoder else None
-    tokens = model.generate(keras_nlp.samplers.GreedySampler(), prompt, 3,
+    tokens = model.generate(keras_hub.samplers.GreedySampler(), prompt, 3,
                             source)
     expected = _reference_greedy(model, prompt, 3, source)
     np.testing.assert_array_equal(_np(tokens), expected)
@@ -394,8 +394,8 @@ def test_greedy_sampler_matches_uncached_greedy_decoding(variant, encoder):
 @pytest.mark.parametrize(
     "make_sampler",
     [
-        lambda: keras_nlp.samplers.BeamSampler(num_beams=3),
-        lambda: keras_nlp.samplers.TopKSampler(k=4, seed=11),
+        lambda: keras_hub.samplers.BeamSampler(num_beams=3),
+        lambda: keras_hub.samplers.TopKSampler(k=4, seed=11),
     ],
     ids=["beam", "top_k"],
 )

@@ -19,8 +19,8 @@ import pytest
 from keras import ops
 
 from keras_synth.layers import SynthesizerAttention
-from keras_synth.layers import attention_paths
-from keras_synth.layers import general_attention
+from keras_synth.layers.attention import paths as attention_paths
+from keras_synth.layers.attention import general as general_attention
 from tests.backend_utils import gradients
 from tests.layers.layer_harness import BATCH_INDEPENDENT as SHARED
 from tests.layers.layer_harness import assert_same_outputs_and_gradients
@@ -463,7 +463,7 @@ def test_mixed_precision_spread_logits_in_query_blocks(policy, spread,
                                                        monkeypatch):
     """Blocks of 3 query rows (7 > 2 * 3: the layer blocks) run the same
     key-padded products per block."""
-    from keras_synth.layers import query_blocks
+    from keras_synth.layers.attention import query_blocks
 
     calls = []
     blocked = query_blocks.blocked_shared_attention

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from keras_synth.layers import SynthesizerAttention
-from keras_synth.layers import general_attention
+from keras_synth.layers.attention import general as general_attention
 from tests.layers.layer_harness import ALL_VARIANTS
 from tests.layers.layer_harness import BATCH_INDEPENDENT
 from tests.layers.layer_harness import randomize

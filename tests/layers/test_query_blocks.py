@@ -14,8 +14,8 @@ import pytest
 from keras import ops
 
 from keras_synth.layers import SynthesizerAttention
-from keras_synth.layers import attention_paths
-from keras_synth.layers import query_blocks
+from keras_synth.layers.attention import paths as attention_paths
+from keras_synth.layers.attention import query_blocks
 from tests.backend_utils import gradients
 from tests.layers.layer_harness import BATCH_INDEPENDENT
 from tests.layers.layer_harness import assert_same_outputs_and_gradients

@@ -10,7 +10,7 @@ from keras import ops
 
 from keras_synth.layers import SynthesizerAttention
 from keras_synth.layers import SynthesizerDecoder
-from keras_synth.layers.block_utils import keras_nlp
+import keras_hub
 from tests.backend_utils import gradients
 from tests.layers import layer_harness as harness
 
@@ -61,7 +61,7 @@ _logit_path_params = functools.partial(
 
 
 def _keras_nlp_decoder(cross, normalize_first=False):
-    layer = keras_nlp.layers.TransformerDecoder(
+    layer = keras_hub.layers.TransformerDecoder(
         intermediate_dim=FFN, num_heads=HEADS,
         normalize_first=normalize_first,
     )
@@ -76,7 +76,7 @@ def _keras_nlp_decoder(cross, normalize_first=False):
 def test_is_a_keras_nlp_transformer_decoder():
     layer = SynthesizerDecoder(intermediate_dim=8, num_heads=2,
                                synthesizer="random", max_length=8)
-    assert isinstance(layer, keras_nlp.layers.TransformerDecoder)
+    assert isinstance(layer, keras_hub.layers.TransformerDecoder)
     assert layer.cross_attention_synthesizer == "vanilla"
 
 
@@ -458,10 +458,10 @@ def test_config_carries_build_shapes_without_keras_hub_privates(cross):
 def test_keras_hub_decoder_config_has_the_keys_we_write():
     # Our configs stay in keras-hub's format: its decoder writes and reads
     # the same two keys (a release that renames them fails here).
-    theirs = keras_nlp.layers.TransformerDecoder(intermediate_dim=FFN,
+    theirs = keras_hub.layers.TransformerDecoder(intermediate_dim=FFN,
                                                  num_heads=HEADS)
     theirs.build((B, T, D), (B, S, D))
     config = theirs.get_config()
     assert tuple(config["decoder_sequence_shape"]) == (B, T, D)
     assert tuple(config["encoder_sequence_shape"]) == (B, S, D)
-    assert keras_nlp.layers.TransformerDecoder.from_config(config).built
+    assert keras_hub.layers.TransformerDecoder.from_config(config).built

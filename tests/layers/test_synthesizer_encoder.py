@@ -10,7 +10,7 @@ from keras import ops
 
 from keras_synth.layers import SynthesizerAttention
 from keras_synth.layers import SynthesizerEncoder
-from keras_synth.layers.block_utils import keras_nlp
+import keras_hub
 from tests.backend_utils import gradients
 from tests.layers import layer_harness as harness
 
@@ -55,7 +55,7 @@ _logit_path_params = functools.partial(
 
 
 def _keras_nlp_encoder(normalize_first=False):
-    layer = keras_nlp.layers.TransformerEncoder(
+    layer = keras_hub.layers.TransformerEncoder(
         intermediate_dim=FFN, num_heads=HEADS,
         normalize_first=normalize_first,
     )
@@ -69,7 +69,7 @@ def _keras_nlp_encoder(normalize_first=False):
 def test_is_a_keras_nlp_transformer_encoder():
     layer = SynthesizerEncoder(intermediate_dim=8, num_heads=2,
                                synthesizer="random", max_length=8)
-    assert isinstance(layer, keras_nlp.layers.TransformerEncoder)
+    assert isinstance(layer, keras_hub.layers.TransformerEncoder)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

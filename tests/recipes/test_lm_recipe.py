@@ -268,7 +268,7 @@ class Captured(Exception):
 def test_stream_windows_are_static_and_take_the_query_blocked_path(
         tmp_path, monkeypatch):
     from recipes.core import experiment
-    from keras_synth.layers import query_blocks
+    from keras_synth.layers.attention import query_blocks
 
     def capture(args, run_dir, strategy, build, train_data, *rest, **kw):
         raise Captured(build, train_data, strategy)

@@ -2,11 +2,11 @@
 
 import keras
 
-from keras_synth.layers.block_utils import keras_nlp
-from keras_synth.models.synthesizer_char_tokenizer import (
+from keras_synth._hub import keras_hub
+from keras_synth.models.tokenizers.synthesizer_char_tokenizer import (
     SynthesizerCharTokenizer,
 )
-from keras_synth.models.synthesizer_seq2seq_backbone import (
+from keras_synth.models.synthesizer_seq2seq.synthesizer_seq2seq_backbone import (
     SynthesizerSeq2SeqBackbone,
 )
 
@@ -14,7 +14,7 @@ ENCODER_TOKENIZER_CONFIG_FILE = "encoder_tokenizer.json"
 
 
 @keras.saving.register_keras_serializable(package="keras_synth")
-class SynthesizerSeq2SeqLMPreprocessor(keras_nlp.models.Seq2SeqLMPreprocessor):
+class SynthesizerSeq2SeqLMPreprocessor(keras_hub.models.Seq2SeqLMPreprocessor):
     """Tokenizes and packs source and target text for `SynthesizerSeq2SeqLM`.
 
     keras-hub's `Seq2SeqLMPreprocessor` with one tokenizer for both sides
@@ -88,7 +88,7 @@ class SynthesizerSeq2SeqLMPreprocessor(keras_nlp.models.Seq2SeqLMPreprocessor):
         super().build(input_shape)
         source = self.encoder_tokenizer
         if source is not None:
-            self.encoder_packer = keras_nlp.layers.StartEndPacker(
+            self.encoder_packer = keras_hub.layers.StartEndPacker(
                 start_value=source.start_token_id,
                 end_value=source.end_token_id,
                 pad_value=source.pad_token_id,

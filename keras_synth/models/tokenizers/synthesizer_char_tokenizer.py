@@ -8,7 +8,7 @@ import keras
 import numpy as np
 from keras.src.saving import serialization_lib
 
-from keras_synth.layers.block_utils import keras_nlp
+from keras_synth._hub import keras_hub
 
 try:
     import tensorflow as tf
@@ -37,7 +37,7 @@ def _read_vocabulary(path):
 
 
 @keras.saving.register_keras_serializable(package="keras_synth")
-class SynthesizerCharTokenizer(keras_nlp.tokenizers.Tokenizer):
+class SynthesizerCharTokenizer(keras_hub.tokenizers.Tokenizer):
     """Character-level tokenizer over a vocabulary learned from text.
 
     Each Unicode character is one token; characters that are not in the

@@ -3,19 +3,19 @@
 import keras
 from keras import ops
 
-from keras_synth.layers.block_utils import keras_nlp
+from keras_synth._hub import keras_hub
 from keras_synth.models import generation_utils as utils
-from keras_synth.models.synthesizer_causal_lm_backbone import (
+from keras_synth.models.synthesizer_causal_lm.synthesizer_causal_lm_backbone import (
     SynthesizerCausalLMBackbone,
 )
-from keras_synth.models.synthesizer_causal_lm_preprocessor import (
+from keras_synth.models.synthesizer_causal_lm.synthesizer_causal_lm_preprocessor import (
     SynthesizerCausalLMPreprocessor,
 )
 
 
 @keras.saving.register_keras_serializable(package="keras_synth")
 class SynthesizerCausalLM(
-    utils.SamplerCompileMixin, keras_nlp.models.CausalLM
+    utils.SamplerCompileMixin, keras_hub.models.CausalLM
 ):
     """A decoder-only Synthesizer language model with `generate()`.
 

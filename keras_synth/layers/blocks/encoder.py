@@ -2,25 +2,25 @@
 
 import keras
 
-from keras_synth.layers import block_utils as utils
-from keras_synth.layers.block_utils import keras_nlp
-from keras_synth.layers.synthesizer_attention import parse_synthesizer
+from keras_synth.layers.blocks import base as utils
+from keras_synth._hub import keras_hub
+from keras_synth.layers.attention.synthesizer_attention import parse_synthesizer
 
 
 @keras.saving.register_keras_serializable(package="keras_synth")
 class SynthesizerEncoder(
-    utils.SynthesizerBlockMixin, keras_nlp.layers.TransformerEncoder
+    utils.SynthesizerBlockMixin, keras_hub.layers.TransformerEncoder
 ):
     """Transformer encoder block whose self-attention is a Synthesizer.
 
-    A drop-in for `keras_nlp.layers.TransformerEncoder` (and an instance of
+    A drop-in for `keras_hub.layers.TransformerEncoder` (and an instance of
     it): same constructor arguments, same call signature, same sublayers
     and weight names, except that the self-attention is a
     `keras_synth.layers.SynthesizerAttention` with `key_dim = hidden_dim //
     num_heads`. Switching a keras-nlp model to a Synthesizer is one line:
 
     ```python
-    # keras_nlp.layers.TransformerEncoder(intermediate_dim=256, num_heads=4)
+    # keras_hub.layers.TransformerEncoder(intermediate_dim=256, num_heads=4)
     SynthesizerEncoder(intermediate_dim=256, num_heads=4,
                        synthesizer="random", max_length=128)
     ```

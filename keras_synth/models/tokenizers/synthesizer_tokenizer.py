@@ -4,10 +4,10 @@ Synthesizer models."""
 import re
 
 import keras
-import keras_hub
+from keras_synth._hub import keras_hub
 
-from keras_synth.models.synthesizer_backbone import SynthesizerBackbone
-from keras_synth.models.synthesizer_backbone import check_local_preset
+from keras_synth.models.synthesizer_encoder.synthesizer_backbone import SynthesizerBackbone
+from keras_synth.models.synthesizer_encoder.synthesizer_backbone import check_local_preset
 
 RESERVED_TOKENS = ("[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]")
 

@@ -11,19 +11,11 @@ import contextlib
 import keras
 from keras import ops
 
-from keras_synth.layers.attention_masks import causal_mask
+from keras_synth.layers.attention.masks import causal_mask
 from keras_synth.layers.keras_utils import clone_initializer
 from keras_synth.layers.keras_utils import get_keras_mask
 from keras_synth.layers.keras_utils import set_keras_mask
-from keras_synth.layers.synthesizer_attention import SynthesizerAttention
-
-# The one import of keras-nlp (keras-hub since 0.18; both names work): the
-# blocks and models take `keras_nlp` from here.
-try:
-    import keras_hub as keras_nlp
-except ImportError:  # pragma: no cover - older installs
-    import keras_nlp
-
+from keras_synth.layers.attention.synthesizer_attention import SynthesizerAttention
 
 def check_synthesizer_arguments(num_heads, synthesizer_kwargs, prefix=""):
     """Raises the layer's own `ValueError` for bad synthesizer arguments.

@@ -3,7 +3,7 @@
 
 import unicodedata
 
-from keras_synth.models.synthesizer_tokenizer import RESERVED_TOKENS
+from keras_synth.models.tokenizers.synthesizer_tokenizer import RESERVED_TOKENS
 
 # keras-hub's WordPieceTokenizer splits text into words as BERT does (its
 # `split=True, split_on_cjk=True` defaults): ASCII whitespace, control and

@@ -5,14 +5,14 @@ from keras import ops
 
 from keras_synth.layers import SynthesizerDecoder
 from keras_synth.layers import SynthesizerEncoder
-from keras_synth.layers.block_utils import keras_nlp
+from keras_synth._hub import keras_hub
 from keras_synth.models import generation_utils as utils
 from keras_synth.models.backbone_utils import ConfigAttributesMixin
 
 
 @keras.saving.register_keras_serializable(package="keras_synth")
 class SynthesizerSeq2SeqBackbone(
-    ConfigAttributesMixin, keras_nlp.models.Backbone
+    ConfigAttributesMixin, keras_hub.models.Backbone
 ):
     """Encoder-decoder Transformer of `SynthesizerEncoder`/`Decoder` blocks.
 
@@ -124,12 +124,12 @@ class SynthesizerSeq2SeqBackbone(
                 dtype=dtype,
                 name="encoder_token_embedding",
             )
-        self.encoder_position_embedding = keras_nlp.layers.PositionEmbedding(
+        self.encoder_position_embedding = keras_hub.layers.PositionEmbedding(
             sequence_length=max_sequence_length,
             dtype=dtype,
             name="encoder_position_embedding",
         )
-        self.decoder_position_embedding = keras_nlp.layers.PositionEmbedding(
+        self.decoder_position_embedding = keras_hub.layers.PositionEmbedding(
             sequence_length=max_sequence_length,
             dtype=dtype,
             name="decoder_position_embedding",

@@ -3,17 +3,17 @@
 import keras
 import numpy as np
 
-from keras_synth.layers.block_utils import keras_nlp
-from keras_synth.models.synthesizer_causal_lm_backbone import (
+from keras_synth._hub import keras_hub
+from keras_synth.models.synthesizer_causal_lm.synthesizer_causal_lm_backbone import (
     SynthesizerCausalLMBackbone,
 )
-from keras_synth.models.synthesizer_char_tokenizer import (
+from keras_synth.models.tokenizers.synthesizer_char_tokenizer import (
     SynthesizerCharTokenizer,
 )
 
 
 @keras.saving.register_keras_serializable(package="keras_synth")
-class SynthesizerCausalLMPreprocessor(keras_nlp.models.CausalLMPreprocessor):
+class SynthesizerCausalLMPreprocessor(keras_hub.models.CausalLMPreprocessor):
     """Tokenizes and packs text for `SynthesizerCausalLM`.
 
     keras-hub's `CausalLMPreprocessor`: each string becomes `[CLS]` +
@@ -60,7 +60,7 @@ class SynthesizerCausalLMPreprocessor(keras_nlp.models.CausalLMPreprocessor):
         # whatever `add_start_token` says; a model trained without one (a
         # contiguous character stream) must not see it in its prompts.
         start_value = self.tokenizer.start_token_id
-        self.packer = keras_nlp.layers.StartEndPacker(
+        self.packer = keras_hub.layers.StartEndPacker(
             start_value=start_value if self.add_start_token else None,
             end_value=self.tokenizer.end_token_id,
             pad_value=self.tokenizer.pad_token_id,

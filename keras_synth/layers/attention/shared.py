@@ -36,9 +36,9 @@ below its rounding error relative to the row's sum of 1.
 import keras
 from keras import ops
 
-from keras_synth.layers.attention_masks import LOWEST
-from keras_synth.layers.attention_masks import masked_softmax
-from keras_synth.layers.attention_masks import zero_rows
+from keras_synth.layers.attention.masks import LOWEST
+from keras_synth.layers.attention.masks import masked_softmax
+from keras_synth.layers.attention.masks import zero_rows
 from keras_synth.layers.keras_utils import concrete_bool
 
 # A row whose allowed logits span less than this normalises after the

@@ -8,9 +8,9 @@ the logits do not depend on the example.
 
 from keras import ops
 
-from keras_synth.layers.attention_masks import masked_softmax
-from keras_synth.layers.attention_masks import nonempty_rows
-from keras_synth.layers.attention_masks import zero_rows
+from keras_synth.layers.attention.masks import masked_softmax
+from keras_synth.layers.attention.masks import nonempty_rows
+from keras_synth.layers.attention.masks import zero_rows
 
 
 def attend(

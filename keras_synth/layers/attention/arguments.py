@@ -10,8 +10,8 @@ import difflib
 import math
 
 from keras_synth.layers.keras_utils import is_int
-from keras_synth.layers.synthesizers import SYNTHESIZERS
-from keras_synth.layers.synthesizers import VARIANTS
+from keras_synth.layers.synthesizers.variants import SYNTHESIZERS
+from keras_synth.layers.synthesizers.variants import VARIANTS
 
 
 def parse_synthesizer(synthesizer):

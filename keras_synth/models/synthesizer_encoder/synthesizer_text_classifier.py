@@ -1,11 +1,11 @@
 """`SynthesizerTextClassifier` and its SavedModel export."""
 
 import keras
-import keras_hub
+from keras_synth._hub import keras_hub
 
-from keras_synth.models.synthesizer_backbone import SynthesizerBackbone
-from keras_synth.models.synthesizer_backbone import check_local_preset
-from keras_synth.models.synthesizer_text_classifier_preprocessor import (
+from keras_synth.models.synthesizer_encoder.synthesizer_backbone import SynthesizerBackbone
+from keras_synth.models.synthesizer_encoder.synthesizer_backbone import check_local_preset
+from keras_synth.models.synthesizer_encoder.synthesizer_text_classifier_preprocessor import (
     SynthesizerTextClassifierPreprocessor,
 )
 

@@ -22,7 +22,7 @@ import keras
 from keras import ops
 
 from keras_synth.layers.keras_utils import is_int
-from keras_synth.layers.shared_attention import shared_attention
+from keras_synth.layers.attention.shared import shared_attention
 
 # Rows of queries per block. Inputs of up to twice this length attend in
 # one piece (the blocks only pay off where `H x T x S` tensors are large).

@@ -12,19 +12,19 @@ docs/design.md gives the equations and when each path applies.
 import keras
 from keras import ops
 
-from keras_synth.layers import attention_cache
-from keras_synth.layers import attention_paths
-from keras_synth.layers import synthesizer_arguments as arguments
+from keras_synth.layers.attention import cache as attention_cache
+from keras_synth.layers.attention import paths as attention_paths
+from keras_synth.layers.attention import arguments as arguments
 from keras_synth.layers.keras_utils import clone_initializer
 from keras_synth.layers.keras_utils import get_keras_mask
 from keras_synth.layers.keras_utils import set_keras_mask
 from keras_synth.layers.keras_utils import with_checks
-from keras_synth.layers.synthesizer_arguments import (  # noqa: F401 (API)
+from keras_synth.layers.attention.arguments import (  # noqa: F401 (API)
     default_factorized_dense_sizes,
 )
-from keras_synth.layers.synthesizer_arguments import parse_synthesizer
-from keras_synth.layers.synthesizers import SYNTHESIZERS
-from keras_synth.layers.synthesizers import EinsumDense
+from keras_synth.layers.attention.arguments import parse_synthesizer
+from keras_synth.layers.synthesizers.variants import SYNTHESIZERS
+from keras_synth.layers.synthesizers.variants import EinsumDense
 
 
 @keras.saving.register_keras_serializable(package="keras_synth")

@@ -3,7 +3,7 @@
 import os
 
 import keras
-import keras_hub
+from keras_synth._hub import keras_hub
 
 from keras_synth.layers import SynthesizerEncoder
 from keras_synth.models.backbone_utils import ConfigAttributesMixin

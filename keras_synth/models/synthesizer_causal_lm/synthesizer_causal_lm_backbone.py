@@ -3,14 +3,14 @@
 import keras
 
 from keras_synth.layers import SynthesizerDecoder
-from keras_synth.layers.block_utils import keras_nlp
+from keras_synth._hub import keras_hub
 from keras_synth.models import generation_utils as utils
 from keras_synth.models.backbone_utils import ConfigAttributesMixin
 
 
 @keras.saving.register_keras_serializable(package="keras_synth")
 class SynthesizerCausalLMBackbone(
-    ConfigAttributesMixin, keras_nlp.models.Backbone
+    ConfigAttributesMixin, keras_hub.models.Backbone
 ):
     """Decoder-only Transformer with causal synthesized self-attention.
 
@@ -83,7 +83,7 @@ class SynthesizerCausalLMBackbone(
         self.token_embedding = utils.reversible_embedding(
             vocabulary_size, hidden_dim, dtype, "token_embedding"
         )
-        self.position_embedding = keras_nlp.layers.PositionEmbedding(
+        self.position_embedding = keras_hub.layers.PositionEmbedding(
             sequence_length=max_sequence_length,
             dtype=dtype,
             name="position_embedding",

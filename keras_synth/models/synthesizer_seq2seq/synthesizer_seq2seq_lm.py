@@ -3,19 +3,19 @@
 import keras
 from keras import ops
 
-from keras_synth.layers.block_utils import keras_nlp
+from keras_synth._hub import keras_hub
 from keras_synth.models import generation_utils as utils
-from keras_synth.models.synthesizer_seq2seq_backbone import (
+from keras_synth.models.synthesizer_seq2seq.synthesizer_seq2seq_backbone import (
     SynthesizerSeq2SeqBackbone,
 )
-from keras_synth.models.synthesizer_seq2seq_lm_preprocessor import (
+from keras_synth.models.synthesizer_seq2seq.synthesizer_seq2seq_lm_preprocessor import (
     SynthesizerSeq2SeqLMPreprocessor,
 )
 
 
 @keras.saving.register_keras_serializable(package="keras_synth")
 class SynthesizerSeq2SeqLM(
-    utils.SamplerCompileMixin, keras_nlp.models.Seq2SeqLM
+    utils.SamplerCompileMixin, keras_hub.models.Seq2SeqLM
 ):
     """A Synthesizer encoder-decoder language model with `generate()`.
 

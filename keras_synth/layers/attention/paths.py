@@ -20,11 +20,11 @@ computation the fast paths must equal, which the tests compare them with.
 
 from keras import ops
 
-from keras_synth.layers import attention_masks
-from keras_synth.layers import general_attention
-from keras_synth.layers import mixture
-from keras_synth.layers import query_blocks
-from keras_synth.layers import shared_attention
+from keras_synth.layers.attention import masks as attention_masks
+from keras_synth.layers.attention import general as general_attention
+from keras_synth.layers.synthesizers import mixture
+from keras_synth.layers.attention import query_blocks
+from keras_synth.layers.attention import shared as shared_attention
 
 
 def attend(

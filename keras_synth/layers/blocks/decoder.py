@@ -3,18 +3,18 @@
 import keras
 from keras import ops
 
-from keras_synth.layers import block_utils as utils
-from keras_synth.layers.block_utils import keras_nlp
-from keras_synth.layers.synthesizer_attention import parse_synthesizer
+from keras_synth.layers.blocks import base as utils
+from keras_synth._hub import keras_hub
+from keras_synth.layers.attention.synthesizer_attention import parse_synthesizer
 
 
 @keras.saving.register_keras_serializable(package="keras_synth")
 class SynthesizerDecoder(
-    utils.SynthesizerBlockMixin, keras_nlp.layers.TransformerDecoder
+    utils.SynthesizerBlockMixin, keras_hub.layers.TransformerDecoder
 ):
     """Transformer decoder block with causal synthesized self-attention.
 
-    A drop-in for `keras_nlp.layers.TransformerDecoder` (and an instance of
+    A drop-in for `keras_hub.layers.TransformerDecoder` (and an instance of
     it): same constructor arguments, same call signature (caches included),
     same sublayers and weight names. The causal self-attention is a
     `keras_synth.layers.SynthesizerAttention` of variant `synthesizer`; the

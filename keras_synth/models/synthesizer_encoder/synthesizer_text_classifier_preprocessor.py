@@ -1,11 +1,11 @@
 """`SynthesizerTextClassifierPreprocessor`: raw strings to packed ids."""
 
 import keras
-import keras_hub
+from keras_synth._hub import keras_hub
 
-from keras_synth.models.synthesizer_backbone import SynthesizerBackbone
-from keras_synth.models.synthesizer_backbone import check_local_preset
-from keras_synth.models.synthesizer_tokenizer import SynthesizerTokenizer
+from keras_synth.models.synthesizer_encoder.synthesizer_backbone import SynthesizerBackbone
+from keras_synth.models.synthesizer_encoder.synthesizer_backbone import check_local_preset
+from keras_synth.models.tokenizers.synthesizer_tokenizer import SynthesizerTokenizer
 
 
 @keras.saving.register_keras_serializable(package="keras_synth")

@@ -1,0 +1,15 @@
+"""The one place that imports keras-hub (keras-nlp's new name, 0.18 on).
+
+Blocks, models and samplers take `keras_hub` (and its older alias
+`keras_nlp`) from here, so that the dependency and its fallback live in one
+module. `keras_synth.layers.SynthesizerAttention` does not need it.
+"""
+
+try:
+    import keras_hub
+except ImportError:  # pragma: no cover - older installs
+    import keras_nlp as keras_hub
+
+keras_nlp = keras_hub
+
+__all__ = ["keras_hub", "keras_nlp"]

@@ -1,0 +1,1 @@
+"""The synthesizers: one class per variant, each computing attention logits."""

@@ -1,0 +1,20 @@
+"""Tokenizers shared by the model families: WordPiece and character level,
+and learning a WordPiece vocabulary."""
+
+from keras_synth.models.tokenizers.synthesizer_char_tokenizer import (
+    SynthesizerCharTokenizer,
+)
+from keras_synth.models.tokenizers.synthesizer_tokenizer import RESERVED_TOKENS
+from keras_synth.models.tokenizers.synthesizer_tokenizer import (
+    SynthesizerTokenizer,
+)
+from keras_synth.models.tokenizers.wordpiece_vocabulary import (
+    learn_wordpiece_vocabulary,
+)
+
+__all__ = [
+    "RESERVED_TOKENS",
+    "SynthesizerCharTokenizer",
+    "SynthesizerTokenizer",
+    "learn_wordpiece_vocabulary",
+]
