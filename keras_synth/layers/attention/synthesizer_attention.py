@@ -89,9 +89,8 @@ class SynthesizerAttention(keras.layers.Layer):
             (`"factorized_dense"`'s `(a, b)`), `{"initializer": ...}` (the
             random variants' initializer, default `RandomNormal(1.0)`); or
             per variant, e.g. `{"factorized_random": {"rank": 4}}`. An
-            option no component has is an error. (Release 0.1's
-            `factorized_rank`, `factorized_dense_sizes` and
-            `random_initializer` arguments still work, deprecated.)
+            option no component has is an error. (Release 0.1's one
+            argument per option still works, deprecated.)
         kernel_initializer: Initializer for kernels.
         bias_initializer: Initializer for biases.
         kernel_regularizer, bias_regularizer, activity_regularizer,

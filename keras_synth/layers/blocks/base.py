@@ -21,6 +21,7 @@ from keras_synth.layers.synthesizers import parse_synthesizer
 from keras_synth.layers.synthesizers import select_options
 from keras_synth.layers.synthesizers import serialize_options
 from keras_synth.layers.synthesizers import split_options
+from keras_synth.layers.synthesizers import variants_of
 from keras_synth.layers.synthesizers.legacy import merge_legacy_options
 from keras_synth.layers.synthesizers.legacy import pop_legacy_options
 
@@ -159,16 +160,11 @@ class SynthesizerBlockMixin:
         the block's attention layers (`synthesizers`: their variant specs),
         release 0.1's option arguments `legacy` (`pop_legacy_arguments`)
         merged in; raises for an option that none of the variants has."""
-        variants, valid = set(), True
-        for spec in synthesizers:
-            try:
-                variants.update(parse_synthesizer(spec))
-            except ValueError:  # raised with its context by the block
-                valid = False
+        variants = variants_of(synthesizers)
         self.max_length = max_length
         self.synthesizer_options = merge_legacy_options(
             legacy, variants, synthesizer_options, owner=type(self).__name__)
-        if valid:
+        if all(variants_of([spec]) for spec in synthesizers):
             split_options(tuple(sorted(variants)), self.synthesizer_options)
 
     def _synthesizer_kwargs(self, synthesizer):
@@ -189,9 +185,9 @@ class SynthesizerBlockMixin:
     @classmethod
     def from_config(cls, config):
         config = dict(config)
-        specs = [config.get("synthesizer", "dense"),
-                 config.get("cross_attention_synthesizer", "vanilla")]
-        variants = {name for spec in specs for name in parse_synthesizer(spec)}
+        variants = variants_of([config.get("synthesizer", "dense"),
+                                config.get("cross_attention_synthesizer",
+                                           "vanilla")])
         # Release 0.1's configs carry its option keys: no warning for them.
         config["synthesizer_options"] = pop_legacy_options(
             config, variants,

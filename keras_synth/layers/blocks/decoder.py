@@ -63,9 +63,8 @@ class SynthesizerDecoder(
             variants.
         synthesizer_options: dict of the variants' options, as
             `SynthesizerAttention`'s (e.g. `{"rank": 4}`), for every
-            attention layer of the block. (Release 0.1's `factorized_rank`,
-            `factorized_dense_sizes` and `random_initializer` still work,
-            deprecated.)
+            attention layer of the block. (Release 0.1's one argument per
+            option still works, deprecated.)
         **kwargs: base layer arguments (`name`, `dtype`, ...).
 
     Call arguments:

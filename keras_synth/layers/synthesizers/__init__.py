@@ -23,6 +23,7 @@ from keras_synth.layers.synthesizers.registry import registered_synthesizers
 from keras_synth.layers.synthesizers.registry import select_options
 from keras_synth.layers.synthesizers.registry import serialize_options
 from keras_synth.layers.synthesizers.registry import split_options
+from keras_synth.layers.synthesizers.registry import variants_of
 
 # The built-in variants, in the paper's order (user-defined ones are in
 # `registered_synthesizers()`).
@@ -53,4 +54,5 @@ __all__ = [
     "select_options",
     "serialize_options",
     "split_options",
+    "variants_of",
 ]

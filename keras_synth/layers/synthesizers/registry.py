@@ -240,3 +240,15 @@ def deserialize_options(config):
               else Synthesizer.deserialize_option(value))
         for key, value in config.items()
     }
+
+
+def variants_of(specs):
+    """The set of variant names in the synthesizer specs `specs`, skipping
+    specs that do not parse (their owner raises with its own context)."""
+    variants = set()
+    for spec in specs:
+        try:
+            variants.update(parse_synthesizer(spec))
+        except ValueError:
+            pass
+    return variants
