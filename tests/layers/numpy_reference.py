@@ -123,10 +123,19 @@ def _relu(x):
     return np.maximum(x, 0.0)
 
 
+# Float64 logits of variants defined outside the package (tests of
+# user-defined synthesizers add theirs): name -> f(layer, weights, query,
+# key, start, T, S) returning `(B, H, T, S)` or `(H, T, S)`.
+EXTRA_VARIANT_LOGITS = {}
+
+
 def _variant_logits(layer, name, weights, query, key, start, T, S):
     """Logits `(B, H, T, S)` of one variant (broadcast over the batch)."""
     B = query.shape[0]
     H = layer.num_heads
+    if name in EXTRA_VARIANT_LOGITS:
+        L = EXTRA_VARIANT_LOGITS[name](layer, weights, query, key, start, T, S)
+        return np.broadcast_to(L, (B, H, T, S))
     if name == "vanilla":
         q = _project(query, weights, "vanilla/query")
         k = _project(key, weights, "vanilla/key")

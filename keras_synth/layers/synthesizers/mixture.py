@@ -45,9 +45,11 @@ def mixed_logits(synthesizers, weights, args, fast_paths=True):
     terms, factors = [], []
     for i, synthesizer in enumerate(synthesizers):
         if fuse and synthesizer.bilinear:
-            factors.append(synthesizer.factors(*args, scale=weights[:, i]))
+            factors.append(
+                synthesizer.scaled_factors(*args, scale=weights[:, i]))
         else:
-            terms.append(synthesizer.logits(*args, scale=weights[:, i]))
+            terms.append(
+                synthesizer.scaled_logits(*args, scale=weights[:, i]))
     if factors:
         terms.append(contract_factors(factors))
     batch_size = batch_size_of(terms)
