@@ -6,7 +6,7 @@ It reads the layer's own weights, by the names the layer's docstring gives
 from the paper's equations, independently of the layer's code:
 
 - values `V = M W_V + b_V`, output `Y = concat_h(P_h V_h) W_O + b_O`;
-- the logits of every variant (README, "The variants") and of mixtures,
+- the logits of every variant (docs/layer.md, "The variants") and of mixtures,
   `sum_i softmax(w_h)_i L_i`;
 - masks combined as in `keras.layers.MultiHeadAttention` (True = may
   attend) and applied to the final logits; a query row whose keys are all

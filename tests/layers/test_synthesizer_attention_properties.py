@@ -26,7 +26,7 @@ otherwise see (the lifted key, where there is a spread), and the reference
 test draws half of its cases that way. `--hypothesis-show-statistics` shows the
 share of each kind. The number of random cases per test is set by
 `tests/conftest.py` (10 by default; `KERAS_SYNTH_HYPOTHESIS_EXAMPLES=2500`
-for the long search of README "Robustness").
+for the long search of docs/robustness.md).
 """
 
 import keras
