@@ -5,10 +5,13 @@ Blocks, models and samplers take `keras_hub` (and its older alias
 module. `keras_synth.layers.SynthesizerAttention` does not need it.
 """
 
-try:
-    import keras_hub
-except ImportError:  # pragma: no cover - older installs
-    import keras_nlp as keras_hub
+from keras_synth import _lazy
+
+with _lazy.importing_keras_hub():
+    try:
+        import keras_hub
+    except ImportError:  # pragma: no cover - older installs
+        import keras_nlp as keras_hub
 
 keras_nlp = keras_hub
 

@@ -1,7 +1,12 @@
-"""Public layers of keras-synth."""
+"""Public layers of keras-synth.
 
-import importlib.util
+`SynthesizerEncoder` and `SynthesizerDecoder` subclass keras-nlp blocks and
+need keras-hub (`pip install "keras-synth[nlp]"`): they are imported on
+first use, so that `import keras_synth.layers` imports neither keras-hub nor
+TensorFlow (on the JAX and PyTorch backends).
+"""
 
+from keras_synth import _lazy
 from keras_synth.layers.attention import SynthesizerAttention
 from keras_synth.layers.synthesizers import VARIANTS
 from keras_synth.layers.synthesizers import Synthesizer
@@ -20,22 +25,17 @@ __all__ = [
     "registered_synthesizers",
 ]
 
-# The keras-nlp blocks need keras-hub (`pip install "keras-synth[nlp]"`).
-# They are imported eagerly when it is installed, so that their classes are
-# registered for deserialization by `import keras_synth` alone.
-if importlib.util.find_spec("keras_hub") or importlib.util.find_spec(
-    "keras_nlp"
-):
-    from keras_synth.layers.blocks import SynthesizerDecoder
-    from keras_synth.layers.blocks import SynthesizerEncoder
-else:  # pragma: no cover - exercised only without keras-hub
+# Imported on first use (`keras_synth._lazy`), with keras-hub.
+_LAZY = {
+    "SynthesizerEncoder": "keras_synth.layers.blocks:SynthesizerEncoder",
+    "SynthesizerDecoder": "keras_synth.layers.blocks:SynthesizerDecoder",
+    "blocks": "keras_synth.layers.blocks",
+}
 
-    def __getattr__(name):
-        if name in ("SynthesizerEncoder", "SynthesizerDecoder"):
-            raise ImportError(
-                f"keras_synth.layers.{name} subclasses a keras-nlp block and "
-                'needs keras-hub: pip install "keras-synth[nlp]"'
-            )
-        raise AttributeError(
-            f"module 'keras_synth.layers' has no attribute {name!r}"
-        )
+
+def __getattr__(name):
+    return _lazy.lazy_attribute(__name__, name, _LAZY)
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

@@ -1,6 +1,11 @@
 """Synthesizer backbones, tasks, preprocessors and tokenizers in keras-hub's
 model API (`pip install "keras-synth[nlp]"`)."""
 
+# The encoder family first: the WordPiece tokenizer names the encoder
+# backbone, and the encoder family's preprocessor names the tokenizer; only
+# this order resolves that cycle.
+from keras_synth.models import synthesizer_encoder  # noqa: F401, I001
+from keras_synth import _lazy
 from keras_synth.models.generation_export import export_generator
 from keras_synth.models.losses import SmoothedSparseCategoricalCrossentropy
 from keras_synth.models.synthesizer_causal_lm import SynthesizerCausalLM
@@ -44,3 +49,6 @@ __all__ = [
     "export_text_classifier",
     "learn_wordpiece_vocabulary",
 ]
+
+# The package's other keras-hub classes too, for keras-hub's loaders.
+_lazy.load_all()
