@@ -277,13 +277,14 @@ def batched_product(left, right):
     largest tensor (forward and backward).
     """
     batch_size = ops.shape(left if len(left.shape) == 4 else right)[0]
+    return ops.einsum("bntc,bncs->bnts", to_batch(left, batch_size),
+                      to_batch(right, batch_size))
 
-    def batched(factor):
-        if len(factor.shape) == 4:
-            return factor
-        return ops.broadcast_to(
-            ops.expand_dims(factor, 0),
-            (batch_size,) + tuple(ops.shape(factor)),
-        )
 
-    return ops.einsum("bntc,bncs->bnts", batched(left), batched(right))
+def to_batch(factor, batch_size):
+    """`factor` with a leading batch axis: `(H, ., .)` broadcast to
+    `(B, H, ., .)`, a `(B, H, ., .)` factor as it is."""
+    if len(factor.shape) == 4:
+        return factor
+    return ops.broadcast_to(
+        ops.expand_dims(factor, 0), (batch_size,) + tuple(ops.shape(factor)))
