@@ -19,8 +19,10 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
     """`--help` that says what happens.
 
     - `(required)` after a required flag's help, never `(default: None)`;
-    - `(default: X)` after a flag with a real default; none when the default
-      is None (the help text then says what happens without the flag);
+    - `(default: X)` after a flag with a real default (a list parsed from
+      one comma-separated value as it is typed, `a,b`), once: not when the help text states its default
+      itself; none when the default is None (the help text then says what
+      happens without the flag);
     - no default after on/off switches (`--jit_compile`, `--no_export`):
       their help says what they turn on or off.
     """
@@ -32,16 +34,48 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         if action.option_strings and action.nargs != 0 and (
                 action.default is not None
                 and action.default is not argparse.SUPPRESS
-                and "%(default)" not in text):
-            return text + " (default: %(default)s)"
+                and "%(default)" not in text
+                and "default" not in text.lower()):
+            # A list parsed from one comma-separated value reads as it is
+            # typed: a,b (not ['a', 'b']).
+            default = ("%(default)s" if action.nargs is not None
+                       or not isinstance(action.default, (list, tuple))
+                       else ",".join(map(str, action.default)).replace(
+                           "%", "%%"))
+            return text + f" (default: {default})"
         return text
 
 
+# What a user who types the key most likely wants, where the closest
+# spelling misleads (`--strategy=gpu` is not `tpu`).
+MEANT = {
+    "gpu": "mirrored", "gpus": "mirrored", "multi_gpu": "mirrored",
+    "multigpu": "mirrored", "cuda": "mirrored", "cpu": "one_device",
+    "single": "one_device", "default": "one_device",
+    "multiworker": "multi_worker", "multi-worker": "multi_worker",
+}
+# Environment variable: show TensorFlow's logs, as `--tf_logs` does (also
+# for `python -m recipes.benchmark`, which has no such flag).
+TF_LOGS_ENV = "KERAS_SYNTH_TF_LOGS"
+
+
 def suggestion(value, choices):
-    """`" Did you mean 'x'?"` for the closest of `choices`, or `""`."""
+    """`" Did you mean 'x'?"` for what `value` most likely means among
+    `choices` (`MEANT`, else the closest spelling), or `""`."""
+    meant = MEANT.get(str(value).lower())
+    if meant in [str(c) for c in choices]:
+        return f" Did you mean {meant!r}?"
     matches = difflib.get_close_matches(str(value), [str(c) for c in choices],
                                         n=1, cutoff=0.6)
     return f" Did you mean {matches[0]!r}?" if matches else ""
+
+
+def tf_logs_wanted(args=None):
+    """Whether TensorFlow's logs are to be shown: `--tf_logs`, or the
+    environment variable `KERAS_SYNTH_TF_LOGS` set to anything but `0` or
+    empty."""
+    return bool(getattr(args, "tf_logs", False)) or os.environ.get(
+        TF_LOGS_ENV, "").strip() not in ("", "0")
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -74,7 +108,7 @@ def check_input_paths(args, flags):
     if (any(path and not files.is_local(path)
             for path in [model_dir, *paths.values()])
             and "tensorflow" not in sys.modules
-            and not getattr(args, "tf_logs", False)):
+            and not tf_logs_wanted(args)):
         import_quietly(("tensorflow",))
     if model_dir:
         files.check_filesystem(model_dir, "model_dir")
@@ -92,8 +126,9 @@ def add_log_flag(parser):
     parser.add_argument(
         "--tf_logs", action="store_true",
         help="Show TensorFlow's start-up and C++ log lines, absl and Python "
-        "warnings. Hidden by default (they are noise on a CPU machine); "
-        "--verbose sets the Keras progress output.")
+        "warnings. Hidden by default (they are noise on a CPU machine), "
+        f"also shown with {TF_LOGS_ENV}=1; --verbose sets the Keras progress "
+        "output.")
 
 
 @contextlib.contextmanager
@@ -152,6 +187,7 @@ def import_quietly(modules):
 
 
 __all__ = [
-    "ArgumentParser", "HelpFormatter", "add_log_flag", "check_input_paths",
-    "import_quietly", "quiet_tensorflow", "suggestion",
+    "MEANT", "TF_LOGS_ENV", "ArgumentParser", "HelpFormatter",
+    "add_log_flag", "check_input_paths", "import_quietly",
+    "quiet_tensorflow", "suggestion", "tf_logs_wanted",
 ]

@@ -7,6 +7,7 @@ only one mode reads say so in their help.
 """
 
 import argparse
+import importlib.util
 
 from recipes import cli
 
@@ -28,6 +29,15 @@ MASKS = ("none", "padding", "causal")
 # torch_compile: PyTorch with the training step and forward pass compiled by
 # torch.compile (--mode train only).
 BACKENDS = ("tensorflow", "jax", "torch", "torch_compile")
+# The module each backend needs, and what installs it.
+BACKEND_MODULES = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch",
+                   "torch_compile": "torch"}
+INSTALL = {"tensorflow": "pip install tensorflow",
+           "jax": 'pip install "keras-synth[jax]"',
+           "torch": "pip install torch", "torch_compile": "pip install torch"}
+# Without --backends: those of these that are installed (the `recipes`
+# extra installs TensorFlow; JAX comes with the `jax` extra).
+DEFAULT_BACKENDS = ("tensorflow", "jax")
 MODES = ("train", "generate", "context", "step")
 # Lengths when --lengths is not given: train: T = S; generate: total
 # lengths (prompt + generated tokens); context: the first length tried.
@@ -53,6 +63,19 @@ Speed and memory of SynthesizerAttention against MultiHeadAttention.
   decoding step against the step's position in the cache (--positions),
   a fixed part and a part per cached position.
 """
+
+
+def installed(backend):
+    """Whether the module that `backend` needs is installed (not imported:
+    `importlib.util.find_spec`)."""
+    return importlib.util.find_spec(BACKEND_MODULES[backend]) is not None
+
+
+def default_backends():
+    """The backends of `DEFAULT_BACKENDS` that are installed, else every
+    installed backend but torch_compile (possibly none)."""
+    found = [b for b in DEFAULT_BACKENDS if installed(b)]
+    return found or [b for b in BACKENDS[:3] if installed(b)]
 
 
 def int_list(text):
@@ -93,11 +116,13 @@ def build_parser():
     add = parser.add_argument
     add("--mode", choices=MODES, default="train",
         help="what to measure (see above).")
-    add("--backends", type=choice_list(BACKENDS),
-        default=["tensorflow", "jax"],
+    here = ",".join(default_backends()) or "none installed"
+    add("--backends", type=choice_list(BACKENDS), default=None,
         help="Keras backends, run one after the other in subprocesses "
-        "(default: tensorflow,jax; torch runs eagerly; torch_compile, "
-        "--mode train only, compiles the steps with torch.compile).")
+        "(default: those of tensorflow,jax that are installed, here "
+        f"{here}; torch runs eagerly; torch_compile, --mode train only, "
+        "compiles the steps with torch.compile). A backend that is not "
+        "installed is skipped with one line.")
     add("--variants", type=choice_list(VARIANTS),
         default=list(DEFAULT_VARIANTS),
         help="synthesizer variants (default: all but vanilla; the "
@@ -195,6 +220,14 @@ def check_args(args):
     if args.memory_budget_gib <= 0:
         raise SystemExit("--memory_budget_gib must be positive, received "
                          f"{args.memory_budget_gib}")
+    if args.backends is None:
+        args.backends = default_backends()
+        if not args.backends:
+            raise SystemExit(
+                "--backends: no Keras backend is installed ("
+                + "; ".join(f"{b}: {INSTALL[b]}" for b in BACKENDS[:3]) + ")")
+    if args.mode != "train" and "torch_compile" in args.backends:
+        raise SystemExit("--backends torch_compile times --mode train only")
     if args.lengths is None:
         args.lengths = list(DEFAULT_LENGTHS[args.mode])
     if args.mode == "generate":

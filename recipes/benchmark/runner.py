@@ -101,10 +101,15 @@ def main(argv=None):
     args = flags.parse(argv)
     if args.worker:
         # TensorFlow prints its start-up lines when imported (also by the
-        # JAX worker, through Keras' utilities); import it with them hidden.
-        cli.import_quietly(
-            ("keras",) + (("tensorflow",) if importlib.util.find_spec(
-                "tensorflow") else ()))
+        # JAX worker, through Keras' utilities); import it with them hidden
+        # (shown with KERAS_SYNTH_TF_LOGS=1).
+        modules = ("keras",) + (("tensorflow",) if importlib.util.find_spec(
+            "tensorflow") else ())
+        if cli.tf_logs_wanted():
+            for module in modules:
+                importlib.import_module(module)
+        else:
+            cli.import_quietly(modules)
         import keras
 
         keras.config.set_floatx("float32")
@@ -112,8 +117,14 @@ def main(argv=None):
         with open(args.worker_out, "w") as f:
             json.dump(result, f)
         return 0
-    if args.mode != "train" and "torch_compile" in args.backends:
-        raise SystemExit("--backends torch_compile times --mode train only")
+    missing = [b for b in args.backends if not flags.installed(b)]
+    for backend in missing:
+        stats.log(f"skipping the {backend} backend: "
+                  f"{flags.BACKEND_MODULES[backend]} is not installed "
+                  f"({flags.INSTALL[backend]})")
+    if len(missing) == len(args.backends):
+        stats.log("no backend to run")
+        return 2
     model_dir = args.model_dir or os.path.join(
         "runs", "benchmark", time.strftime("%Y%m%d-%H%M%S")
     )
@@ -122,9 +133,12 @@ def main(argv=None):
     results = {"config": config_of(args), "backends": []}
     started = time.time()
     for backend in args.backends:
+        if backend in missing:
+            continue
         out = os.path.join(model_dir, f"worker-{backend}.json")
         env = dict(os.environ, KERAS_BACKEND=backend.split("_")[0])
-        env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+        if not cli.tf_logs_wanted():
+            env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
         stats.log(f"starting the {backend} worker")
         code = subprocess.call(
             [sys.executable, "-m", "recipes.benchmark", *argv,

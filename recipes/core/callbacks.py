@@ -84,7 +84,27 @@ def _make_history_class():
         (`gs://`): Keras opens it with `tf.io.gfile.GFile`, which has no
         `closed` attribute for CSVLogger's `on_train_begin` and
         `on_train_end` to read; here such a file is closed and forgotten
-        first."""
+        first.
+
+        Its columns are what the first epoch logged (or, appending to a
+        resumed run's file, that file's header): Keras adds a `val_` copy
+        of every column when the first epoch has no `val_` metric (for
+        `validation_freq` > 1, which the recipes do not use), columns that
+        stay `NA` in a run without `validation_data` (the GLUE recipe
+        evaluates in a callback: `dev_accuracy`).
+        """
+
+        def _existing_header(self):
+            if not (self.append and files.isfile(self.filename)):
+                return None
+            header, _ = _complete_rows(self.filename)
+            return header
+
+        def on_epoch_end(self, epoch, logs=None):
+            if self.keys is None:
+                self.keys = ([key for key in self._header if key != "epoch"]
+                             if self._header else sorted(logs or {}))
+            super().on_epoch_end(epoch, logs)
 
         def _close_remote_file(self):
             if self.csv_file is not None and not files.is_local(
@@ -94,6 +114,7 @@ def _make_history_class():
 
         def on_train_begin(self, logs=None):
             self._close_remote_file()
+            self._header = self._existing_header()  # before Keras opens it
             super().on_train_begin(logs)
 
         def on_train_end(self, logs=None):

@@ -1,6 +1,7 @@
 """The command-line flags every recipe shares, and their validators.
 
-Pure Python: building a parser imports neither Keras nor TensorFlow.
+Pure Python: building a parser, and every check but that of the
+synthesizer options' values, imports neither Keras nor TensorFlow.
 """
 
 import argparse
@@ -117,18 +118,24 @@ def add_device_flags(parser):
     return group
 
 
-SYNTHESIZERS_HELP = ("vanilla, dense, random, fixed_random, "
-                     "factorized_dense, factorized_random, or a mixture such "
-                     "as random+vanilla")
+# The variants a recipe's `--synthesizer` takes: keras-synth's built-in ones
+# (`keras_synth.layers.VARIANTS`, which a test compares), listed here so that
+# the flags are checked before Keras (and with it TensorFlow) is imported.
+SYNTHESIZERS = ("vanilla", "dense", "random", "fixed_random",
+                "factorized_dense", "factorized_random")
+SYNTHESIZERS_HELP = ", ".join(SYNTHESIZERS[:-1]) + (
+    f", {SYNTHESIZERS[-1]}, or a mixture such as random+vanilla")
 
 
 def add_model_flags(group, num_layers, hidden_dim, layers_help,
-                    synthesizer_help="Attention variant"):
+                    synthesizer_help="Attention variant",
+                    dropout_help="Dropout rate of the embeddings, attention "
+                    "and feedforward layers."):
     """Adds the architecture flags the recipes share to an argument group:
     `--synthesizer`, `--num_layers` (`layers_help` says what it counts),
-    `--hidden_dim`, `--num_heads`, `--intermediate_dim`, `--dropout`,
-    `--synthesizer_options` (and release 0.1's `--factorized_rank`,
-    deprecated).
+    `--hidden_dim`, `--num_heads`, `--intermediate_dim`, `--dropout`
+    (`dropout_help` says where it applies), `--synthesizer_options` (and
+    release 0.1's `--factorized_rank`, deprecated).
     """
     group.add_argument("--synthesizer", default="random+vanilla",
                        help=f"{synthesizer_help}: {SYNTHESIZERS_HELP}.")
@@ -142,8 +149,7 @@ def add_model_flags(group, num_layers, hidden_dim, layers_help,
                        help="Feedforward width (default: 4 x "
                        "--hidden_dim).")
     group.add_argument("--dropout", type=float, default=0.1,
-                       help="Dropout rate of the embeddings, attention, "
-                       "feedforward (and classification head).")
+                       help=dropout_help)
     group.add_argument("--synthesizer_options", default=None,
                        metavar="JSON",
                        help="The variants' options as a JSON object, e.g. "
@@ -250,22 +256,30 @@ def check_ema_momentum(value):
         )
 
 
-def synthesizer_options(args, flags=("synthesizer",), max_length=None):
+def synthesizer_options(args, flags=("synthesizer",), max_length=None,
+                        check_values=True):
     """Parses and checks `--synthesizer_options` for the variants of the
     synthesizer flags `flags`; returns the options dict (or `None`).
 
     Release 0.1's `--factorized_rank=N` still works (a deprecation line on
     stderr) as `{"factorized_random": {"rank": N}}`.
 
+    With `check_values=False` only the JSON is checked (pure Python, before
+    TensorFlow is imported; no deprecation line): the options' names and
+    values are checked by the variants' own code, which imports Keras.
+    Called again on the options it returned (a dict), it checks them and
+    returns them as they are.
+
     Raises:
         ValueError: naming `--synthesizer_options`, for bad JSON, an option
             no variant in use has, or a bad value.
     """
-    from keras_synth.layers.synthesizers import get_synthesizer
-    from keras_synth.layers.synthesizers import select_options
-    from keras_synth.layers.synthesizers import split_options
-    from keras_synth.layers.synthesizers import variants_of
-
+    if isinstance(args.synthesizer_options, dict):  # parsed already
+        options = args.synthesizer_options
+        if check_values:
+            _deprecation_line(args)
+            _check_option_values(args, flags, options, max_length)
+        return options
     options = None
     if args.synthesizer_options is not None:
         try:
@@ -279,17 +293,42 @@ def synthesizer_options(args, flags=("synthesizer",), max_length=None):
             raise ValueError(
                 "Argument `--synthesizer_options` must be a JSON object, e.g. "
                 f"'{{\"rank\": 4}}'. Received: {args.synthesizer_options!r}")
-    specs = [getattr(args, flag) for flag in flags]
-    variants = tuple(sorted(variants_of(specs)))
+    variants = set()
+    for flag in flags:
+        try:
+            variants.update(canonical_synthesizer(
+                flag, getattr(args, flag)).split("+"))
+        except ValueError:
+            pass  # reported with the flag's own check
     if getattr(args, "factorized_rank", None) is not None:
-        print("Warning: --factorized_rank is deprecated; use "
-              f"--synthesizer_options='{{\"rank\": {args.factorized_rank}}}'",
-              file=sys.stderr)
+        if check_values:
+            _deprecation_line(args)
         if "factorized_random" in variants:  # else ignored, as in 0.1
             options = dict(options or {})
             options["factorized_random"] = dict(
                 options.get("factorized_random", {}),
                 rank=args.factorized_rank)
+    if check_values:
+        _check_option_values(args, flags, options, max_length)
+    return options or None
+
+
+def _deprecation_line(args):
+    if getattr(args, "factorized_rank", None) is not None:
+        print("Warning: --factorized_rank is deprecated; use "
+              f"--synthesizer_options='{{\"rank\": {args.factorized_rank}}}'",
+              file=sys.stderr)
+
+
+def _check_option_values(args, flags, options, max_length):
+    """The variants' own checks of `options` (imports Keras)."""
+    from keras_synth.layers.synthesizers import get_synthesizer
+    from keras_synth.layers.synthesizers import select_options
+    from keras_synth.layers.synthesizers import split_options
+    from keras_synth.layers.synthesizers import variants_of
+
+    specs = [getattr(args, flag) for flag in flags]
+    variants = tuple(sorted(variants_of(specs)))
     try:
         split_options(variants, options)
         for spec in specs:
@@ -300,18 +339,32 @@ def synthesizer_options(args, flags=("synthesizer",), max_length=None):
                 get_synthesizer(name).resolve_options(given, max_length)
     except ValueError as error:
         raise ValueError(f"Argument `--synthesizer_options`: {error}") from None
-    return options or None
 
 
 def canonical_synthesizer(flag, value):
     """`--flag=value` as `SynthesizerAttention` spells variants (`"a+b"`).
 
-    Raises:
-        ValueError: naming the flag, for an unknown variant.
-    """
-    from keras_synth.layers.synthesizers import parse_synthesizer
+    Pure Python (the recipes' variants are the built-in ones,
+    `SYNTHESIZERS`), so that it runs before TensorFlow is imported.
 
-    try:
-        return "+".join(parse_synthesizer(value))
-    except ValueError as error:
-        raise ValueError(f"Argument `--{flag}`: {error}") from None
+    Raises:
+        ValueError: naming the flag, for an unknown variant, an empty
+            mixture or a variant named twice.
+    """
+    from recipes import cli
+
+    names = [name.strip() for name in str(value).split("+")]
+    for name in names:
+        if name not in SYNTHESIZERS:
+            raise ValueError(
+                f"Argument `--{flag}`: Unknown variant {name!r}. Expected "
+                f"one of {', '.join(SYNTHESIZERS)} or a mixture of them "
+                f"joined with '+'. Received: --{flag}={value}."
+                + cli.suggestion(name, SYNTHESIZERS))
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise ValueError(
+            f"Argument `--{flag}` names {', '.join(duplicates)} more than "
+            f"once; each variant may appear once in a mixture. Received: "
+            f"--{flag}={value}")
+    return "+".join(names)

@@ -548,13 +548,15 @@ def environment():
     return info
 
 
-def run_main(parser, run, prog, argv=None, input_paths=()):
+def run_main(parser, run, prog, argv=None, input_paths=(), validate=None):
     """Parses `argv` and calls `run(args)`; returns the exit status.
 
-    Before TensorFlow is imported, the flags named in `input_paths` are
-    checked (a missing file or folder is reported at once). TensorFlow's
+    Before TensorFlow is imported, the arguments are checked:
+    `validate(args, check_options=False)` (the recipe's checks of the
+    values, pure Python) and the flags named in `input_paths` (a missing
+    file or folder), so that a bad value is reported at once. TensorFlow's
     logs and Python warnings are hidden during the run unless `--tf_logs`
-    is given. A `ValueError` (bad arguments, `DataError`) or `RuntimeError`
+    (or `KERAS_SYNTH_TF_LOGS=1`) is given. A `ValueError` (bad arguments, `DataError`) or `RuntimeError`
     prints one line `prog: error: ...` and returns 2 (set
     `RECIPES_TRACEBACK=1` for the traceback); so does the error of a
     multi-worker run whose peer stopped (it says how to resume).
@@ -563,9 +565,11 @@ def run_main(parser, run, prog, argv=None, input_paths=()):
 
     args = parser.parse_args(argv)
     try:
+        if validate is not None:
+            validate(args, check_options=False)
         cli.check_input_paths(args, input_paths)
         require_tensorflow_backend()
-        with cli.quiet_tensorflow(not getattr(args, "tf_logs", False)):
+        with cli.quiet_tensorflow(not cli.tf_logs_wanted(args)):
             run(args)
     except Exception as error:
         message = (str(error) if isinstance(error, (ValueError, RuntimeError))

@@ -49,7 +49,10 @@ def build_parser():
                        "(default: all).")
     group = parser.add_argument_group("model")
     flags.add_model_flags(group, num_layers=2, hidden_dim=128,
-                          layers_help="SynthesizerEncoder blocks.")
+                          layers_help="SynthesizerEncoder blocks.",
+                          dropout_help="Dropout rate of the embeddings, "
+                          "attention, feedforward layers and classification "
+                          "head.")
     group.add_argument("--max_length", type=int, default=128,
                        help="Packed sequence length (the synthesizers' "
                        "max_length).")
@@ -74,8 +77,13 @@ def build_parser():
     return parser
 
 
-def validate_args(args):
-    """Canonicalises `args` in place; ValueError on bad values."""
+def validate_args(args, check_options=True):
+    """Canonicalises `args` in place; ValueError on bad values.
+
+    Pure Python, called before TensorFlow is imported, except the check of
+    the synthesizer options' values (`check_options`), which imports Keras.
+    Idempotent: `run` calls it again with that check.
+    """
     task = tasks_lib.get_task(args.task)
     args.task = task.name
     args.synthesizer = flags.canonical_synthesizer("synthesizer",
@@ -84,7 +92,8 @@ def validate_args(args):
                  "batch_size", "epochs", "learning_rate", "vocab_size"):
         flags.positive(name, getattr(args, name))
     args.synthesizer_options = flags.synthesizer_options(
-        args, max_length=args.max_length)
+        args, max_length=args.max_length,
+        check_values=check_options)
     if args.max_length < 4 + task.num_segments:
         raise ValueError(f"Argument `--max_length`={args.max_length} is too "
                          "short to pack a sentence.")
@@ -251,4 +260,5 @@ def main(argv=None):
     """Command-line entry point; returns the exit status (2 on bad input,
     with one line `python -m recipes.glue: error: ...`)."""
     return runtime.run_main(build_parser(), run, PROG, argv,
-                           input_paths=("data_dir", "vocab_file"))
+                            validate=validate_args,
+                            input_paths=("data_dir", "vocab_file"))

@@ -114,8 +114,13 @@ RUNTIME_FLAGS = run_directory.RUNTIME_FLAGS | {
 }
 
 
-def validate_args(args):
-    """Canonicalises `args` in place; ValueError on bad values."""
+def validate_args(args, check_options=True):
+    """Canonicalises `args` in place; ValueError on bad values.
+
+    Pure Python, called before TensorFlow is imported, except the check of
+    the synthesizer options' values (`check_options`), which imports Keras.
+    Idempotent: `run` calls it again with that check.
+    """
     args.synthesizer = flags.canonical_synthesizer("synthesizer",
                                                     args.synthesizer)
     for name in ("sequence_length", "num_layers", "hidden_dim", "num_heads",
@@ -123,7 +128,8 @@ def validate_args(args):
                  "max_new_tokens", "eval_batch_size", "temperature"):
         flags.positive(name, getattr(args, name))
     args.synthesizer_options = flags.synthesizer_options(
-        args, max_length=args.sequence_length)
+        args, max_length=args.sequence_length,
+        check_values=check_options)
     for name in ("max_train_examples", "intermediate_dim", "eval_stride",
                  "time_budget_minutes"):
         if getattr(args, name) is not None:
@@ -284,4 +290,5 @@ def main(argv=None):
     with one line `python -m recipes.lm: error: ...`)."""
     paths = ["vocab_file"] + [f"{split}_file" for split in data_lib.SPLITS]
     return runtime.run_main(build_parser(), run, PROG, argv,
+                            validate=validate_args,
                             input_paths=paths)

@@ -145,8 +145,13 @@ RUNTIME_FLAGS = run_directory.RUNTIME_FLAGS | {
 }
 
 
-def validate_args(args):
-    """Canonicalises `args` in place; ValueError on bad values."""
+def validate_args(args, check_options=True):
+    """Canonicalises `args` in place; ValueError on bad values.
+
+    Pure Python, called before TensorFlow is imported, except the check of
+    the synthesizer options' values (`check_options`), which imports Keras.
+    Idempotent: `run` calls it again with that check.
+    """
     data_lib.check_language_pair(args.src, args.tgt)
     for flag in ("synthesizer", "cross_attention_synthesizer"):
         setattr(args, flag,
@@ -157,7 +162,8 @@ def validate_args(args):
         flags.positive(name, getattr(args, name))
     args.synthesizer_options = flags.synthesizer_options(
         args, ("synthesizer", "cross_attention_synthesizer"),
-        max_length=args.max_length)
+        max_length=args.max_length,
+        check_values=check_options)
     for name in ("max_train_examples", "intermediate_dim", "warmup_steps",
                  "time_budget_minutes"):
         if getattr(args, name) is not None:
@@ -393,4 +399,5 @@ def main(argv=None):
         f"{split}_{side}" for split in data_lib.SPLITS
         for side in ("src", "tgt")]
     return runtime.run_main(build_parser(), run, PROG, argv,
-                           input_paths=paths)
+                            validate=validate_args,
+                            input_paths=paths)

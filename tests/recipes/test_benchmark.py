@@ -177,3 +177,43 @@ def test_ratio_is_the_median_of_paired_repetitions():
     assert stats.paired_ratio(row, mha) == {
         "ratio_to_mha": 2.0, "ratio_of_medians": 2.0,
     }
+
+
+def test_default_backends_are_the_installed_ones(monkeypatch):
+    present = {"tensorflow"}  # what the `recipes` extra installs
+    monkeypatch.setattr(flags, "installed", lambda b: (
+        flags.BACKEND_MODULES[b] in present))
+    assert flags.parse([]).backends == ["tensorflow"]
+    present.add("jax")
+    assert flags.parse([]).backends == ["tensorflow", "jax"]
+    present.clear()
+    present.add("torch")
+    assert flags.parse([]).backends == ["torch"]
+    present.clear()
+    with pytest.raises(SystemExit, match="no Keras backend is installed"):
+        flags.parse([])
+    # Given but not installed: parsed (a valid name), skipped by the runner.
+    assert flags.parse(["--backends", "jax"]).backends == ["jax"]
+
+
+def test_a_missing_backend_is_one_line_and_nothing_run_exits_nonzero(
+        monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(flags, "installed", lambda b: b == "tensorflow")
+    started = []
+    monkeypatch.setattr(runner.subprocess, "call",
+                        lambda *a, **k: started.append(a) or 1)
+    code = runner.main(TINY + ["--backends", "jax,torch",
+                               "--model_dir", str(tmp_path)])
+    assert code == 2 and started == []
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 3, lines
+    assert lines[0].endswith(
+        'skipping the jax backend: jax is not installed '
+        '(pip install "keras-synth[jax]")')
+    assert "skipping the torch backend: torch is not installed" in lines[1]
+    assert lines[2].endswith("no backend to run")
+    # One of two missing: the other runs (here it fails: exit 1, no results).
+    code = runner.main(TINY + ["--backends", "jax,tensorflow",
+                               "--model_dir", str(tmp_path)])
+    assert len(started) == 1 and code == 1
+    assert "--worker" in started[0][0] and "tensorflow" in started[0][0]
