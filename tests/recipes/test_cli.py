@@ -431,3 +431,38 @@ def test_attention_picture_and_caption(tmp_path):
     assert {ax.get_ylabel() for ax in maps} == {"query", ""}
     assert all(ax.get_images()[0].get_clim() == (0.0, 1.0) for ax in maps)
     assert fig._suptitle.get_text() == f"sst2: a fine film\n{caption}"
+
+
+def test_synthesizer_options_checked_in_two_passes(capsys):
+    import argparse
+
+    from recipes.core import flags
+
+    def namespace(**kwargs):
+        base = {"synthesizer": "factorized_random+vanilla",
+                "synthesizer_options": None, "factorized_rank": None}
+        return argparse.Namespace(**dict(base, **kwargs))
+
+    # Before TensorFlow: the JSON only; then, with Keras, the values.
+    args = namespace(synthesizer_options='{"rank": -1}')
+    args.synthesizer_options = flags.synthesizer_options(
+        args, max_length=8, check_values=False)
+    assert args.synthesizer_options == {"rank": -1}
+    with pytest.raises(ValueError, match="Argument `--synthesizer_options`"):
+        flags.synthesizer_options(args, max_length=8)
+    # Release 0.1's --factorized_rank: folded in at once, one deprecation
+    # line over both passes.
+    args = namespace(factorized_rank=4)
+    for check_values in (False, True):
+        args.synthesizer_options = flags.synthesizer_options(
+            args, max_length=8, check_values=check_values)
+        assert args.synthesizer_options == {"factorized_random": {"rank": 4}}
+    assert capsys.readouterr().err.count("--factorized_rank is deprecated") \
+        == 1
+    args = namespace(synthesizer="random", factorized_rank=4)  # ignored
+    for check_values in (False, True):
+        args.synthesizer_options = flags.synthesizer_options(
+            args, max_length=8, check_values=check_values)
+        assert args.synthesizer_options is None
+    assert capsys.readouterr().err.count("--factorized_rank is deprecated") \
+        == 1
