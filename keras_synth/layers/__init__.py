@@ -3,11 +3,22 @@
 import importlib.util
 
 from keras_synth.layers.attention import SynthesizerAttention
-# The variant names `SynthesizerAttention(synthesizer=...)` accepts (a
-# constant; `__all__` lists the layers).
-from keras_synth.layers.synthesizers.variants import VARIANTS
+from keras_synth.layers.synthesizers import VARIANTS
+from keras_synth.layers.synthesizers import Synthesizer
+from keras_synth.layers.synthesizers import get_synthesizer
+from keras_synth.layers.synthesizers import register_synthesizer
+from keras_synth.layers.synthesizers import registered_synthesizers
 
-__all__ = ["SynthesizerAttention", "SynthesizerEncoder", "SynthesizerDecoder"]
+__all__ = [
+    "SynthesizerAttention",
+    "SynthesizerEncoder",
+    "SynthesizerDecoder",
+    "Synthesizer",
+    "VARIANTS",
+    "get_synthesizer",
+    "register_synthesizer",
+    "registered_synthesizers",
+]
 
 # The keras-nlp blocks need keras-hub (`pip install "keras-synth[nlp]"`).
 # They are imported eagerly when it is installed, so that their classes are

@@ -83,3 +83,24 @@ def with_checks(checks, *tensors):
 
     with tf.control_dependencies(checks):
         return tuple(None if t is None else tf.identity(t) for t in tensors)
+
+
+class EinsumDense(keras.layers.EinsumDense):
+    """`keras.layers.EinsumDense` whose bias broadcasts like NumPy everywhere.
+
+    On TensorFlow, `keras.ops.add(x, bias)` (used by Keras' `EinsumDense`)
+    turns into `tf.nn.bias_add` whenever the bias squeezes to one dimension
+    that matches `x.shape[1]` or `x.shape[-1]`; for a per-head bias of shape
+    `(H, 1)` (`key_dim` or `value_dim` 1) and a sequence of length `H` it
+    adds the bias along the sequence axis instead of the head axis. The plain
+    `+` of backend tensors broadcasts correctly on every backend.
+    """
+
+    def call(self, inputs, training=None):
+        if self.bias is None:
+            return super().call(inputs, training=training)
+        x = ops.einsum(self.equation, inputs, self.kernel)
+        x = x + ops.convert_to_tensor(self.bias.value, dtype=x.dtype)
+        if self.activation is not None:
+            x = self.activation(x)
+        return x

@@ -1,5 +1,11 @@
 """What the backbones share (not exported): their constructor arguments,
-kept as attributes and returned by `get_config`."""
+kept as attributes and returned by `get_config`, and the synthesizer
+options in their config."""
+
+from keras_synth.layers.synthesizers import deserialize_options
+from keras_synth.layers.synthesizers import serialize_options
+from keras_synth.layers.synthesizers import variants_of
+from keras_synth.layers.synthesizers.legacy import pop_legacy_options
 
 
 class ConfigAttributesMixin:
@@ -19,4 +25,26 @@ class ConfigAttributesMixin:
     def get_config(self):
         config = super().get_config()
         config.update({name: getattr(self, name) for name in self._config_names})
+        if "synthesizer_options" in config:
+            config["synthesizer_options"] = serialize_options(
+                config["synthesizer_options"])
         return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        specs = [config.get(key) for key in
+                 ("synthesizer", "cross_attention_synthesizer") if key in config]
+        # Release 0.1's configs carry its option keys: no warning for them.
+        config["synthesizer_options"] = pop_legacy_options(
+            config, variants_of(specs),
+            deserialize_options(config.get("synthesizer_options")),
+            warn=False, owner=cls.__name__)
+        return super().from_config(config)
+
+
+def synthesizer_options_argument(kwargs, specs, synthesizer_options, owner):
+    """A backbone's `synthesizer_options` with release 0.1's option
+    arguments popped from `kwargs` and merged in (deprecated)."""
+    return pop_legacy_options(kwargs, variants_of(specs), synthesizer_options,
+                              owner=owner)

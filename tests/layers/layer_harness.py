@@ -19,18 +19,18 @@ import numpy as np
 from keras import ops
 
 from keras_synth.layers import VARIANTS
-from keras_synth.layers.synthesizers.variants import SYNTHESIZERS
+from keras_synth.layers import get_synthesizer
 
 BACKEND = keras.backend.backend()
 
 BATCH_INDEPENDENT = tuple(
-    name for name in VARIANTS if not SYNTHESIZERS[name].batch_dependent
+    name for name in VARIANTS if not get_synthesizer(name).batch_dependent
 )
 BATCH_DEPENDENT_SYNTHETIC = tuple(
     name for name in VARIANTS
-    if SYNTHESIZERS[name].batch_dependent and not SYNTHESIZERS[name].uses_keys
+    if get_synthesizer(name).batch_dependent and not get_synthesizer(name).uses_keys
 )
-DOT_PRODUCT = tuple(name for name in VARIANTS if SYNTHESIZERS[name].uses_keys)
+DOT_PRODUCT = tuple(name for name in VARIANTS if get_synthesizer(name).uses_keys)
 # One mixture per kind of combination: batch-independent with dot product,
 # batch-dependent with dot product, the two synthetic kinds, and every
 # variant at once.

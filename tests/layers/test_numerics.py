@@ -25,7 +25,7 @@ import pytest
 from keras import ops
 
 from keras_synth.layers import SynthesizerAttention
-from keras_synth.layers.synthesizers import variants as synth_lib
+from keras_synth.layers import synthesizers as synth_lib
 from tests.layers.numpy_reference import assert_within
 from tests.layers.numpy_reference import combined_mask
 from tests.layers.numpy_reference import layer_weights

@@ -250,7 +250,8 @@ def test_fully_masked_rows_give_zeros_not_nan(synthesizer):
 
 def test_factorized_random_logits_have_rank_at_most_r():
     rank = 3
-    layer = make_layer("factorized_random", factorized_rank=rank, max_length=12)
+    layer = make_layer("factorized_random", max_length=12,
+                       synthesizer_options={"rank": rank})
     q, v = inputs(length_q=12, length_s=12)
     layer(q, v)
     logits = ops.convert_to_numpy(
@@ -452,13 +453,14 @@ def test_error_max_length_missing(synthesizer):
 
 
 def test_error_factorized_sizes():
-    with pytest.raises(ValueError, match=r"`factorized_dense_sizes` cannot cover max_length=20.*\(4, 4\)"):
+    with pytest.raises(ValueError, match=r"`sizes` of 'factorized_dense' cannot cover max_length=20.*\(4, 4\)"):
         SynthesizerAttention(num_heads=2, key_dim=4, max_length=20,
                              synthesizer="factorized_dense",
-                             factorized_dense_sizes=(4, 4))
-    with pytest.raises(ValueError, match=r"`factorized_rank`.*factorized_rank=0"):
+                             synthesizer_options={"sizes": (4, 4)})
+    with pytest.raises(ValueError, match=r"`rank` of 'factorized_random'.*rank=0"):
         SynthesizerAttention(num_heads=2, key_dim=4, max_length=20,
-                             synthesizer="factorized_random", factorized_rank=0)
+                             synthesizer="factorized_random",
+                             synthesizer_options={"rank": 0})
     with pytest.raises(ValueError, match=r"`num_heads`.*num_heads=0"):
         SynthesizerAttention(num_heads=0, key_dim=4, max_length=20)
 
@@ -497,7 +499,8 @@ def test_config_round_trip(synthesizer):
         dropout=0.1,
         value_dim=3,
         output_shape=6,
-        factorized_rank=2,
+        synthesizer_options={"rank": 2} if "factorized_random" in synthesizer
+        else None,
         kernel_regularizer="l2",
     )
     config = layer.get_config()

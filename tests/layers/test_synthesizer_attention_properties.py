@@ -37,7 +37,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from keras_synth.layers import SynthesizerAttention
-from keras_synth.layers.synthesizers import variants as synth_lib
+from keras_synth.layers import synthesizers as synth_lib
 from tests.layers.numpy_reference import combined_mask
 from tests.layers.numpy_reference import assert_within
 from tests.layers.numpy_reference import reference_attention

@@ -1,4 +1,4 @@
-"""Tests of helpers in `keras_synth.layers.synthesizers.variants` (the variants
+"""Tests of helpers in `keras_synth.layers.synthesizers` (the variants
 themselves are tested through `SynthesizerAttention` against NumPy)."""
 
 import keras
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from keras_synth.layers.synthesizers import variants as synth_lib
+from keras_synth.layers.synthesizers import factorized_dense as synth_lib
 from tests.backend_utils import gradients
 
 

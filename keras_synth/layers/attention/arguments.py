@@ -1,64 +1,11 @@
 """Checks of `SynthesizerAttention`'s constructor arguments.
 
-Parses the `synthesizer` argument into its variants, fills in defaults that
-depend on other arguments, and raises a `ValueError` naming the argument,
+Raises a `ValueError` naming the argument,
 the value received and what was expected for anything else, including the
 `MultiHeadAttention` arguments a synthesizer cannot honour.
 """
 
-import difflib
-import math
-
 from keras_synth.layers.keras_utils import is_int
-from keras_synth.layers.synthesizers.variants import SYNTHESIZERS
-from keras_synth.layers.synthesizers.variants import VARIANTS
-
-
-def parse_synthesizer(synthesizer):
-    """Returns the canonical tuple of variant names of `synthesizer`.
-
-    Accepts a name (`"random"`), a mixture written with `+`
-    (`"random+vanilla"`) or a list/tuple of names. Raises `ValueError` for an
-    unknown name, an empty mixture or a duplicate.
-    """
-    if isinstance(synthesizer, str):
-        names = [name.strip() for name in synthesizer.split("+")]
-    elif isinstance(synthesizer, (list, tuple)):
-        names = list(synthesizer)
-    else:
-        raise ValueError(
-            "Received an invalid value for argument `synthesizer`, expected a "
-            "variant name, a mixture such as 'random+vanilla', or a list of "
-            f"names. Received: synthesizer={synthesizer!r}"
-        )
-    if not names:
-        raise ValueError(
-            "Argument `synthesizer` names no variant. Expected one or more of "
-            f"{VARIANTS}. Received: synthesizer={synthesizer!r}"
-        )
-    for name in names:
-        if name not in SYNTHESIZERS:
-            close = difflib.get_close_matches(str(name), list(SYNTHESIZERS), n=1)
-            raise ValueError(
-                f"Unknown variant {name!r} in argument `synthesizer`. "
-                f"Expected one of {VARIANTS} or a mixture of them "
-                f"joined with '+'. Received: synthesizer={synthesizer!r}"
-                + (f". Did you mean {close[0]!r}?" if close else "")
-            )
-    duplicates = sorted({name for name in names if names.count(name) > 1})
-    if duplicates:
-        raise ValueError(
-            f"Argument `synthesizer` names {duplicates} more than once; each "
-            "variant may appear once in a mixture. "
-            f"Received: synthesizer={synthesizer!r}"
-        )
-    return tuple(names)
-
-
-def default_factorized_dense_sizes(max_length):
-    """The default `(a, b)` of factorized dense: `a * b >= max_length`."""
-    a = int(math.ceil(math.sqrt(max_length)))
-    return a, int(math.ceil(max_length / a))
 
 
 def check_positive_ints(**arguments):
@@ -87,36 +34,16 @@ def check_dropout(dropout):
         )
 
 
-def check_max_length(variants, max_length, synthesizer):
-    synthetic = [name for name in variants if name != "vanilla"]
-    if synthetic and max_length is None:
+def check_max_length(synthesizers, max_length, synthesizer):
+    """Raises if a component needs `max_length` and it is `None`."""
+    needing = [s.variant for s in synthesizers if s.needs_max_length]
+    if needing and max_length is None:
         raise ValueError(
             f"Argument `max_length` is required by the synthetic variant(s) "
-            f"{synthetic}: the synthesized logits are max_length x "
+            f"{needing}: the synthesized logits are max_length x "
             "max_length. Expected a positive integer. Received: "
             f"max_length=None with synthesizer={synthesizer!r}"
         )
-
-
-def factorized_dense_sizes(sizes, max_length):
-    """The checked `(a, b)` of factorized dense (default when `None`)."""
-    if sizes is None:
-        return default_factorized_dense_sizes(max_length)
-    checked = tuple(sizes)
-    if len(checked) != 2 or not all(is_int(s) and s > 0 for s in checked):
-        raise ValueError(
-            "Received an invalid value for argument "
-            "`factorized_dense_sizes`, expected two positive integers "
-            f"(a, b). Received: factorized_dense_sizes={sizes!r}"
-        )
-    if checked[0] * checked[1] < max_length:
-        raise ValueError(
-            "Argument `factorized_dense_sizes` cannot cover "
-            f"max_length={max_length}: expected a * b >= max_length, "
-            f"received factorized_dense_sizes={checked} "
-            f"(a * b = {checked[0] * checked[1]})."
-        )
-    return checked
 
 
 def output_shape_tuple(output_shape):

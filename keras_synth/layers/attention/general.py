@@ -8,7 +8,7 @@ the logits do not depend on the example.
 
 from keras import ops
 
-from keras_synth.layers.attention.masks import masked_softmax
+from keras_synth.layers.attention import masks as attention_masks
 from keras_synth.layers.attention.masks import nonempty_rows
 from keras_synth.layers.attention.masks import zero_rows
 
@@ -22,6 +22,7 @@ def attend(
     return_attention_scores=False,
     scores_dtype=None,
     fast_paths=True,
+    masked_softmax=None,
 ):
     """Applies the masked softmax to `logits` and combines `values`.
 
@@ -38,13 +39,20 @@ def attend(
             product with the values (`B x T x H` numbers) instead of in the
             `B x H x T x S` probabilities; the returned scores are masked
             exactly either way. `False` is the plain reference computation.
+        masked_softmax: optional `f(logits, mask)` returning probabilities
+            in place of the built-in masked softmax (rows as it returns
+            them).
 
     Returns:
         `(attention_output (B, T, H, value_dim), attention_scores)`, the
         scores `(B, H, T, S)` only if `return_attention_scores`, else `None`.
     """
-    late = fast_paths and mask is not None and not return_attention_scores
-    probs = masked_softmax(logits, mask, empty_rows=not late)
+    late = (fast_paths and mask is not None and not return_attention_scores
+            and masked_softmax is None)
+    if masked_softmax is not None:
+        probs = masked_softmax(logits, mask)
+    else:
+        probs = attention_masks.masked_softmax(logits, mask, empty_rows=not late)
     batch_size = ops.shape(values)[0]
     dropped = probs
     if dropout_layer is not None and dropout_layer.rate > 0.0 and training:

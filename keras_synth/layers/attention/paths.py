@@ -45,6 +45,8 @@ def attend(
     return_attention_scores=False,
     scores_dtype=None,
     fast_paths=True,
+    compute_logits=None,
+    masked_softmax=None,
 ):
     """Synthesized attention of projected inputs.
 
@@ -62,6 +64,12 @@ def attend(
         return_attention_scores: whether to return `(B, H, T, S)` scores.
         scores_dtype: dtype of the scores.
         fast_paths: see the module docstring.
+        compute_logits: optional `f(query, keys, query_start, T, S)` that
+            replaces the mixture of the synthesizers' logits (a layer's
+            overridden `_compute_logits`); only with `fast_paths=False`.
+        masked_softmax: optional `f(logits, mask)` that replaces the masked
+            softmax (a layer's overridden `_masked_softmax`); only with
+            `fast_paths=False`.
 
     Returns:
         `(attention_output (B, T, H, value_dim), scores or None)`.
@@ -112,12 +120,16 @@ def attend(
             synthesizers, mixture_weights, query_start, query_length, values,
             rows, padded_keys, block_pattern, block=block,
         ), None
-    logits = mixture.mixed_logits(
-        synthesizers,
-        mixture_weights,
-        (query, keys, query_start, query_length, key_length),
-        fast_paths=fast_paths,
-    )
+    if compute_logits is not None:
+        logits = compute_logits(
+            query, keys, query_start, query_length, key_length)
+    else:
+        logits = mixture.mixed_logits(
+            synthesizers,
+            mixture_weights,
+            (query, keys, query_start, query_length, key_length),
+            fast_paths=fast_paths,
+        )
     if shared:
         return shared_attention.shared_attention(logits, values, *factored), None
     return general_attention.attend(
@@ -129,5 +141,6 @@ def attend(
         return_attention_scores=return_attention_scores,
         scores_dtype=scores_dtype,
         fast_paths=fast_paths,
+        masked_softmax=masked_softmax,
     )
 

@@ -12,19 +12,22 @@ docs/design.md gives the equations and when each path applies.
 import keras
 from keras import ops
 
+from keras_synth.layers.attention import arguments
 from keras_synth.layers.attention import cache as attention_cache
+from keras_synth.layers.attention import masks as attention_masks
 from keras_synth.layers.attention import paths as attention_paths
-from keras_synth.layers.attention import arguments as arguments
+from keras_synth.layers.keras_utils import EinsumDense
 from keras_synth.layers.keras_utils import clone_initializer
 from keras_synth.layers.keras_utils import get_keras_mask
 from keras_synth.layers.keras_utils import set_keras_mask
 from keras_synth.layers.keras_utils import with_checks
-from keras_synth.layers.attention.arguments import (  # noqa: F401 (API)
-    default_factorized_dense_sizes,
-)
-from keras_synth.layers.attention.arguments import parse_synthesizer
-from keras_synth.layers.synthesizers.variants import SYNTHESIZERS
-from keras_synth.layers.synthesizers.variants import EinsumDense
+from keras_synth.layers.synthesizers import deserialize_options
+from keras_synth.layers.synthesizers import get_synthesizer
+from keras_synth.layers.synthesizers import mixture
+from keras_synth.layers.synthesizers import parse_synthesizer
+from keras_synth.layers.synthesizers import serialize_options
+from keras_synth.layers.synthesizers import split_options
+from keras_synth.layers.synthesizers.legacy import pop_legacy_options
 
 
 @keras.saving.register_keras_serializable(package="keras_synth")
@@ -74,18 +77,22 @@ class SynthesizerAttention(keras.layers.Layer):
             batch and sequence dims. Defaults to the query's last dimension.
         synthesizer: The variant: one of `"dense"`, `"random"`,
             `"fixed_random"`, `"factorized_dense"`, `"factorized_random"`,
-            `"vanilla"`, or a mixture such as `"random+vanilla"` or
+            `"vanilla"`, a variant registered with `register_synthesizer`,
+            or a mixture such as `"random+vanilla"` or
             `["dense", "vanilla"]`. Defaults to `"dense"`.
         max_length: The longest query and key length `ℓ`. Required by every
             variant except pure `"vanilla"` (where it is an optional limit).
-        factorized_rank: Rank `r` of `"factorized_random"`. Defaults to 8.
-        factorized_dense_sizes: `(a, b)` of `"factorized_dense"`, with
-            `a * b >= max_length`. Defaults to `(ceil(sqrt(ℓ)), ceil(ℓ / a))`.
+        synthesizer_options: Optional dict of the variants' options, each
+            owned by its variant (docs/layer.md lists them): flat, going to
+            every component that has the option, e.g. `{"rank": 4}`
+            (`"factorized_random"`'s rank, default 8), `{"sizes": (4, 4)}`
+            (`"factorized_dense"`'s `(a, b)`), `{"initializer": ...}` (the
+            random variants' initializer, default `RandomNormal(1.0)`); or
+            per variant, e.g. `{"factorized_random": {"rank": 4}}`. An
+            option no component has is an error. (Release 0.1's one
+            argument per option still works, deprecated.)
         kernel_initializer: Initializer for kernels.
         bias_initializer: Initializer for biases.
-        random_initializer: Initializer for random logits (`R`) and the
-            factors of factorized random. Defaults to
-            `RandomNormal(stddev=1.0)`.
         kernel_regularizer, bias_regularizer, activity_regularizer,
         kernel_constraint, bias_constraint: as in `MultiHeadAttention`
             (random logits are not regularized or constrained).
@@ -171,15 +178,13 @@ class SynthesizerAttention(keras.layers.Layer):
         output_shape=None,
         synthesizer="dense",
         max_length=None,
-        factorized_rank=8,
-        factorized_dense_sizes=None,
+        synthesizer_options=None,
         use_gate=False,
         sliding_window=None,
         attention_axes=None,
         flash_attention=None,
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
-        random_initializer=None,
         kernel_regularizer=None,
         bias_regularizer=None,
         activity_regularizer=None,
@@ -193,18 +198,22 @@ class SynthesizerAttention(keras.layers.Layer):
             key_dim=(key_dim, False),
             value_dim=(value_dim, True),
             max_length=(max_length, True),
-            factorized_rank=(factorized_rank, False),
         )
         arguments.check_dropout(dropout)
         arguments.check_sliding_window(sliding_window)
         arguments.check_attention_axes(attention_axes)
         arguments.check_flash_attention(flash_attention)
         variants = parse_synthesizer(synthesizer)
-        arguments.check_max_length(variants, max_length, synthesizer)
-        if "factorized_dense" in variants:
-            factorized_dense_sizes = arguments.factorized_dense_sizes(
-                factorized_dense_sizes, max_length
+        classes = [get_synthesizer(name) for name in variants]
+        arguments.check_max_length(classes, max_length, synthesizer)
+        synthesizer_options = pop_legacy_options(
+            kwargs, variants, synthesizer_options)
+        options = {
+            cls.variant: cls.resolve_options(given, max_length)
+            for cls, given in zip(
+                classes, split_options(variants, synthesizer_options).values()
             )
+        }
         output_shape = arguments.output_shape_tuple(output_shape)
         super().__init__(**kwargs)
         self.supports_masking = True
@@ -217,15 +226,11 @@ class SynthesizerAttention(keras.layers.Layer):
         self._synthesizer = "+".join(variants)
         self._variants = variants
         self._max_length = max_length
-        self._factorized_rank = factorized_rank
-        self._factorized_dense_sizes = factorized_dense_sizes
+        self._synthesizer_options = options
         self._use_gate = bool(use_gate)
         self._sliding_window = sliding_window
         self._kernel_initializer = keras.initializers.get(kernel_initializer)
         self._bias_initializer = keras.initializers.get(bias_initializer)
-        if random_initializer is None:
-            random_initializer = keras.initializers.RandomNormal(stddev=1.0)
-        self._random_initializer = keras.initializers.get(random_initializer)
         self._kernel_regularizer = keras.regularizers.get(kernel_regularizer)
         self._bias_regularizer = keras.regularizers.get(bias_regularizer)
         self._activity_regularizer = keras.regularizers.get(
@@ -298,6 +303,13 @@ class SynthesizerAttention(keras.layers.Layer):
         return self._max_length
 
     @property
+    def synthesizer_options(self):
+        """The resolved options of each component, `{variant: {option:
+        value}}` (defaults filled in)."""
+        return {name: dict(opts)
+                for name, opts in self._synthesizer_options.items()}
+
+    @property
     def synthesizers(self):
         """The component synthesizer sublayers, in `variants` order."""
         return list(self._synthesizers)
@@ -351,21 +363,15 @@ class SynthesizerAttention(keras.layers.Layer):
         )
 
     def _make_synthesizer(self, name):
-        extra = {}
-        if name == "factorized_dense":
-            extra["sizes"] = self._factorized_dense_sizes
-        elif name == "factorized_random":
-            extra["rank"] = self._factorized_rank
-        return SYNTHESIZERS[name](
+        return get_synthesizer(name)(
             num_heads=self._num_heads,
             key_dim=self._key_dim,
             max_length=self._max_length,
             use_bias=self._use_bias,
             logits_dtype=self._logits_dtype,
             sublayer_kwargs=self._sublayer_kwargs(),
-            random_initializer=self._random_initializer,
+            options=self._synthesizer_options[name],
             dtype=self.dtype_policy,
-            **extra,
         )
 
     def _projection(self, equation, output_shape, bias_axes, name,
@@ -465,9 +471,7 @@ class SynthesizerAttention(keras.layers.Layer):
         def attend(rows=None):
             """Attention over the first `rows` keys/values (all: `None`)."""
             prefix = slice(None, rows)
-            return attention_paths.attend(
-                self._synthesizers,
-                self.mixture_weights(),
+            return self._compute_attention(
                 query,
                 None if keys is None else keys[:, prefix],
                 values[:, prefix],
@@ -477,11 +481,8 @@ class SynthesizerAttention(keras.layers.Layer):
                 key_mask=None if key_mask is None else key_mask[:, prefix],
                 attention_mask=attention_mask,
                 use_causal_mask=use_causal_mask,
-                sliding_window=self._sliding_window,
-                dropout_layer=self._dropout_layer,
                 training=training,
                 return_attention_scores=return_attention_scores,
-                scores_dtype=self.compute_dtype,
             )
 
         if (cache_update_index is not None and use_causal_mask
@@ -511,6 +512,91 @@ class SynthesizerAttention(keras.layers.Layer):
         return outputs[0] if len(outputs) == 1 else outputs
 
     # ---------------------------------------------------------------- hooks
+    # Override points, as `MultiHeadAttention`'s: a subclass that overrides
+    # `_compute_logits` or `_masked_softmax` gets the general path (every
+    # fast path off, `B x H x T x S` probabilities through its methods),
+    # as MHA leaves its fused kernels when `_compute_attention` is
+    # overridden; one that overrides `_compute_attention` replaces it all.
+
+    def _compute_logits(self, query, keys, query_start, query_length,
+                        key_length):
+        """The (mixed) attention logits before masking and the softmax.
+
+        Args:
+            query: the query input `(B, T, d)` (not projected: each
+                synthesizer projects what it needs).
+            keys: projected keys `(B, S, H, key_dim)`, or `None` without a
+                dot-product component.
+            query_start: position of the first query row.
+            query_length: `T`.
+            key_length: `S`.
+
+        Returns:
+            `(B, H, T, S)` logits, or `(H, T, S)` when no component depends
+            on the input, in float32 under mixed precision.
+        """
+        return mixture.mixed_logits(
+            self._synthesizers, self.mixture_weights(),
+            (query, keys, query_start, query_length, key_length),
+        )
+
+    def _masked_softmax(self, logits, attention_mask=None):
+        """Probabilities over the keys: the softmax of `logits` where
+        `attention_mask` (boolean, broadcastable to the logits, `True` =
+        may attend) allows, rows without any allowed key all zero."""
+        return attention_masks.masked_softmax(logits, attention_mask)
+
+    def _uses_fast_paths(self):
+        """Whether `_compute_logits` and `_masked_softmax` are this class's
+        own, so that the batch-shared and fused paths (which equal them)
+        may run instead."""
+        cls = type(self)
+        return (
+            cls._compute_logits is SynthesizerAttention._compute_logits
+            and cls._masked_softmax is SynthesizerAttention._masked_softmax
+        )
+
+    def _compute_attention(self, query, keys, values, query_start=0,
+                           query_mask=None, value_mask=None, key_mask=None,
+                           attention_mask=None, use_causal_mask=False,
+                           training=None, return_attention_scores=False):
+        """Attention of projected keys and values, before the output
+        projection (and the gate).
+
+        Args:
+            query: the query input `(B, T, d)`.
+            keys: projected keys `(B, S, H, key_dim)` or `None`.
+            values: projected values `(B, S, H, value_dim)`.
+            query_start: position of the first query row.
+            query_mask, value_mask, key_mask, attention_mask,
+            use_causal_mask, training, return_attention_scores: as `call`'s.
+
+        Returns:
+            `(attention_output (B, T, H, value_dim), scores)`, the scores
+            `(B, H, T, S)` or `None` without `return_attention_scores`.
+        """
+        fast = self._uses_fast_paths()
+        return attention_paths.attend(
+            self._synthesizers,
+            self.mixture_weights(),
+            query,
+            keys,
+            values,
+            query_start=query_start,
+            query_mask=query_mask,
+            value_mask=value_mask,
+            key_mask=key_mask,
+            attention_mask=attention_mask,
+            use_causal_mask=use_causal_mask,
+            sliding_window=self._sliding_window,
+            dropout_layer=self._dropout_layer,
+            training=training,
+            return_attention_scores=return_attention_scores,
+            scores_dtype=self.compute_dtype,
+            fast_paths=fast,
+            compute_logits=None if fast else self._compute_logits,
+            masked_softmax=None if fast else self._masked_softmax,
+        )
 
     def _project_keys_and_values(self, key, value, cache, cache_update_index,
                                  in_range=None):
@@ -642,8 +728,8 @@ class SynthesizerAttention(keras.layers.Layer):
                 "output_shape": self._output_shape,
                 "synthesizer": self._synthesizer,
                 "max_length": self._max_length,
-                "factorized_rank": self._factorized_rank,
-                "factorized_dense_sizes": self._factorized_dense_sizes,
+                "synthesizer_options": serialize_options(
+                    self._synthesizer_options),
                 "use_gate": self._use_gate,
                 "sliding_window": self._sliding_window,
                 "kernel_initializer": keras.initializers.serialize(
@@ -651,9 +737,6 @@ class SynthesizerAttention(keras.layers.Layer):
                 ),
                 "bias_initializer": keras.initializers.serialize(
                     self._bias_initializer
-                ),
-                "random_initializer": keras.initializers.serialize(
-                    self._random_initializer
                 ),
                 "kernel_regularizer": keras.regularizers.serialize(
                     self._kernel_regularizer
@@ -674,3 +757,13 @@ class SynthesizerAttention(keras.layers.Layer):
             }
         )
         return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        options = deserialize_options(config.pop("synthesizer_options", None))
+        # Configs saved by release 0.1 carry the options as flat keys.
+        options = pop_legacy_options(
+            config, parse_synthesizer(config.get("synthesizer", "dense")),
+            options, warn=False)
+        return cls(synthesizer_options=options, **config)

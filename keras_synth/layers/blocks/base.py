@@ -15,7 +15,15 @@ from keras_synth.layers.attention.masks import causal_mask
 from keras_synth.layers.keras_utils import clone_initializer
 from keras_synth.layers.keras_utils import get_keras_mask
 from keras_synth.layers.keras_utils import set_keras_mask
-from keras_synth.layers.attention.synthesizer_attention import SynthesizerAttention
+from keras_synth.layers.attention import SynthesizerAttention
+from keras_synth.layers.synthesizers import deserialize_options
+from keras_synth.layers.synthesizers import parse_synthesizer
+from keras_synth.layers.synthesizers import select_options
+from keras_synth.layers.synthesizers import serialize_options
+from keras_synth.layers.synthesizers import split_options
+from keras_synth.layers.synthesizers import variants_of
+from keras_synth.layers.synthesizers.legacy import merge_legacy_options
+from keras_synth.layers.synthesizers.legacy import pop_legacy_options
 
 def check_synthesizer_arguments(num_heads, synthesizer_kwargs, prefix=""):
     """Raises the layer's own `ValueError` for bad synthesizer arguments.
@@ -146,44 +154,46 @@ class SynthesizerBlockMixin:
     created with keras-nlp's names and in keras-nlp's order.
     """
 
-    def _set_synthesizer_arguments(
-        self, max_length, factorized_rank, factorized_dense_sizes,
-        random_initializer,
-    ):
+    def _set_synthesizer_arguments(self, synthesizers, max_length,
+                                   synthesizer_options, legacy):
+        """Keeps `max_length` and one `synthesizer_options` mapping for all
+        the block's attention layers (`synthesizers`: their variant specs),
+        release 0.1's option arguments `legacy` (`pop_legacy_arguments`)
+        merged in; raises for an option that none of the variants has."""
+        variants = variants_of(synthesizers)
         self.max_length = max_length
-        self.factorized_rank = factorized_rank
-        self.factorized_dense_sizes = factorized_dense_sizes
-        self.random_initializer = (
-            None
-            if random_initializer is None
-            else keras.initializers.get(random_initializer)
-        )
+        self.synthesizer_options = merge_legacy_options(
+            legacy, variants, synthesizer_options, owner=type(self).__name__)
+        if all(variants_of([spec]) for spec in synthesizers):
+            split_options(tuple(sorted(variants)), self.synthesizer_options)
 
     def _synthesizer_kwargs(self, synthesizer):
         return dict(
             synthesizer=synthesizer,
             max_length=self.max_length,
-            factorized_rank=self.factorized_rank,
-            factorized_dense_sizes=self.factorized_dense_sizes,
-            random_initializer=(
-                None
-                if self.random_initializer is None
-                else clone_initializer(self.random_initializer)
-            ),
+            synthesizer_options=select_options(
+                parse_synthesizer(synthesizer), self.synthesizer_options),
         )
 
     def _synthesizer_config(self):
         """The config entries of the synthesizer arguments but the variants."""
         return {
             "max_length": self.max_length,
-            "factorized_rank": self.factorized_rank,
-            "factorized_dense_sizes": self.factorized_dense_sizes,
-            "random_initializer": (
-                None
-                if self.random_initializer is None
-                else keras.initializers.serialize(self.random_initializer)
-            ),
+            "synthesizer_options": serialize_options(self.synthesizer_options),
         }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        variants = variants_of([config.get("synthesizer", "dense"),
+                                config.get("cross_attention_synthesizer",
+                                           "vanilla")])
+        # Release 0.1's configs carry its option keys: no warning for them.
+        config["synthesizer_options"] = pop_legacy_options(
+            config, variants,
+            deserialize_options(config.get("synthesizer_options")),
+            warn=False)
+        return cls(**config)
 
     def _head_dim(self, hidden_dim, name):
         """`hidden_dim // num_heads`, keras-nlp's error when it is zero."""

@@ -3,9 +3,10 @@
 import keras
 from keras import ops
 
-from keras_synth.layers.blocks import base as utils
 from keras_synth._hub import keras_hub
-from keras_synth.layers.attention.synthesizer_attention import parse_synthesizer
+from keras_synth.layers.blocks import base as utils
+from keras_synth.layers.synthesizers import parse_synthesizer
+from keras_synth.layers.synthesizers.legacy import pop_legacy_arguments
 
 
 @keras.saving.register_keras_serializable(package="keras_synth")
@@ -60,9 +61,10 @@ class SynthesizerDecoder(
         max_length: int, the longest decoder (and, for a synthetic
             cross-attention, encoder) sequence `ℓ`. Required by synthetic
             variants.
-        factorized_rank: rank of `"factorized_random"`. Defaults to 8.
-        factorized_dense_sizes: `(a, b)` of `"factorized_dense"`.
-        random_initializer: initializer of random logits and factors.
+        synthesizer_options: dict of the variants' options, as
+            `SynthesizerAttention`'s (e.g. `{"rank": 4}`), for every
+            attention layer of the block. (Release 0.1's one argument per
+            option still works, deprecated.)
         **kwargs: base layer arguments (`name`, `dtype`, ...).
 
     Call arguments:
@@ -123,15 +125,14 @@ class SynthesizerDecoder(
         synthesizer="dense",
         cross_attention_synthesizer="vanilla",
         max_length=None,
-        factorized_rank=8,
-        factorized_dense_sizes=None,
-        random_initializer=None,
+        synthesizer_options=None,
         **kwargs,
     ):
         # As keras-nlp: a config carries the build shapes, so that a restored
         # layer is built (and its weights can be loaded) right away.
         decoder_sequence_shape = kwargs.pop("decoder_sequence_shape", None)
         encoder_sequence_shape = kwargs.pop("encoder_sequence_shape", None)
+        legacy = pop_legacy_arguments(kwargs)
         super().__init__(
             intermediate_dim=intermediate_dim,
             num_heads=num_heads,
@@ -144,9 +145,7 @@ class SynthesizerDecoder(
             **kwargs,
         )
         self._set_synthesizer_arguments(
-            max_length, factorized_rank, factorized_dense_sizes,
-            random_initializer,
-        )
+            [synthesizer, cross_attention_synthesizer], max_length, synthesizer_options, legacy)
         self.synthesizer = "+".join(parse_synthesizer(synthesizer))
         self.cross_attention_synthesizer = "+".join(
             parse_synthesizer(cross_attention_synthesizer)

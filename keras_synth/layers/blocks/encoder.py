@@ -2,9 +2,10 @@
 
 import keras
 
-from keras_synth.layers.blocks import base as utils
 from keras_synth._hub import keras_hub
-from keras_synth.layers.attention.synthesizer_attention import parse_synthesizer
+from keras_synth.layers.blocks import base as utils
+from keras_synth.layers.synthesizers import parse_synthesizer
+from keras_synth.layers.synthesizers.legacy import pop_legacy_arguments
 
 
 @keras.saving.register_keras_serializable(package="keras_synth")
@@ -52,9 +53,10 @@ class SynthesizerEncoder(
             `"random+vanilla"`. Defaults to `"dense"`.
         max_length: int, the longest sequence `ℓ` (required by every variant
             but pure `"vanilla"`).
-        factorized_rank: rank of `"factorized_random"`. Defaults to 8.
-        factorized_dense_sizes: `(a, b)` of `"factorized_dense"`.
-        random_initializer: initializer of random logits and factors.
+        synthesizer_options: dict of the variants' options, as
+            `SynthesizerAttention`'s (e.g. `{"rank": 4}`), for every
+            attention layer of the block. (Release 0.1's one argument per
+            option still works, deprecated.)
             Defaults to `RandomNormal(stddev=1.0)`.
         **kwargs: base layer arguments (`name`, `dtype`, `trainable`, ...).
 
@@ -97,11 +99,10 @@ class SynthesizerEncoder(
         normalize_first=False,
         synthesizer="dense",
         max_length=None,
-        factorized_rank=8,
-        factorized_dense_sizes=None,
-        random_initializer=None,
+        synthesizer_options=None,
         **kwargs,
     ):
+        legacy = pop_legacy_arguments(kwargs)
         super().__init__(
             intermediate_dim=intermediate_dim,
             num_heads=num_heads,
@@ -113,11 +114,9 @@ class SynthesizerEncoder(
             normalize_first=normalize_first,
             **kwargs,
         )
-        self.synthesizer = synthesizer
         self._set_synthesizer_arguments(
-            max_length, factorized_rank, factorized_dense_sizes,
-            random_initializer,
-        )
+            [synthesizer], max_length, synthesizer_options, legacy)
+        self.synthesizer = synthesizer
         utils.check_synthesizer_arguments(
             num_heads, self._synthesizer_kwargs(synthesizer)
         )

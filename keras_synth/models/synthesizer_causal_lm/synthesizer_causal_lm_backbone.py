@@ -6,6 +6,7 @@ from keras_synth.layers import SynthesizerDecoder
 from keras_synth._hub import keras_hub
 from keras_synth.models import generation_utils as utils
 from keras_synth.models.backbone_utils import ConfigAttributesMixin
+from keras_synth.models.backbone_utils import synthesizer_options_argument
 
 
 @keras.saving.register_keras_serializable(package="keras_synth")
@@ -37,8 +38,11 @@ class SynthesizerCausalLMBackbone(
         normalize_first: bool, pre-LN blocks and a final layer normalization
             (True, default) or post-LN blocks (False, no final norm).
         layer_norm_epsilon: float. Defaults to `1e-5`.
-        factorized_rank: rank of `"factorized_random"`. Defaults to 8.
-        factorized_dense_sizes: `(a, b)` of `"factorized_dense"`.
+        synthesizer_options: dict of the variants' options, as
+            `SynthesizerAttention`'s (e.g. `{"rank": 4}` for
+            `"factorized_random"`, `{"initializer": "zeros"}` for the
+            random variants), for every block. (Release 0.1's one argument
+            per option still works, deprecated.)
         dtype: dtype policy of the layers.
         **kwargs: base `keras.Model` arguments (`name`, ...).
 
@@ -74,11 +78,12 @@ class SynthesizerCausalLMBackbone(
         activation="gelu",
         normalize_first=True,
         layer_norm_epsilon=1e-5,
-        factorized_rank=8,
-        factorized_dense_sizes=None,
+        synthesizer_options=None,
         dtype=None,
         **kwargs,
     ):
+        synthesizer_options = synthesizer_options_argument(
+            kwargs, [synthesizer], synthesizer_options, type(self).__name__)
         # === Layers ===
         self.token_embedding = utils.reversible_embedding(
             vocabulary_size, hidden_dim, dtype, "token_embedding"
@@ -102,8 +107,7 @@ class SynthesizerCausalLMBackbone(
                 normalize_first=normalize_first,
                 synthesizer=synthesizer,
                 max_length=max_sequence_length,
-                factorized_rank=factorized_rank,
-                factorized_dense_sizes=factorized_dense_sizes,
+                synthesizer_options=synthesizer_options,
                 dtype=dtype,
                 name=f"transformer_layer_{i}",
             )
@@ -147,8 +151,7 @@ class SynthesizerCausalLMBackbone(
             activation=activation,
             normalize_first=normalize_first,
             layer_norm_epsilon=layer_norm_epsilon,
-            factorized_rank=factorized_rank,
-            factorized_dense_sizes=factorized_dense_sizes,
+            synthesizer_options=synthesizer_options,
         )
 
     def embed(self, token_ids, start_index=0, training=None):

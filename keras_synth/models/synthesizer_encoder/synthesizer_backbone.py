@@ -7,6 +7,7 @@ from keras_synth._hub import keras_hub
 
 from keras_synth.layers import SynthesizerEncoder
 from keras_synth.models.backbone_utils import ConfigAttributesMixin
+from keras_synth.models.backbone_utils import synthesizer_options_argument
 
 POOLINGS = ("mean", "cls")
 
@@ -35,7 +36,7 @@ class SynthesizerBackbone(ConfigAttributesMixin, keras_hub.models.Backbone):
         synthesizer: the attention variant: `"vanilla"`, `"dense"`,
             `"random"`, `"fixed_random"`, `"factorized_dense"`,
             `"factorized_random"` or a mixture such as `"random+vanilla"`.
-            Defaults to `"random+vanilla"`.
+            Defaults to `"dense"`.
         max_sequence_length: int, the longest input (the position
             embedding's and the synthesizers' length). Defaults to 512.
         num_segments: int, the segment ids an input may hold; with 2 or
@@ -46,8 +47,11 @@ class SynthesizerBackbone(ConfigAttributesMixin, keras_hub.models.Backbone):
             Defaults to 0.1.
         activation: the feedforward activation. Defaults to `"relu"`.
         layer_norm_epsilon: float. Defaults to `1e-5`.
-        factorized_rank: int, the rank of `"factorized_random"`. Defaults
-            to 8.
+        synthesizer_options: dict of the variants' options, as
+            `SynthesizerAttention`'s (e.g. `{"rank": 4}` for
+            `"factorized_random"`, `{"initializer": "zeros"}` for the
+            random variants), for every block. (Release 0.1's one argument
+            per option still works, deprecated.)
         dtype: the dtype policy of the layers (e.g. `"mixed_bfloat16"`).
         **kwargs: `keras_hub.models.Backbone` arguments (`name`, ...).
 
@@ -81,17 +85,19 @@ class SynthesizerBackbone(ConfigAttributesMixin, keras_hub.models.Backbone):
         num_heads,
         hidden_dim,
         intermediate_dim,
-        synthesizer="random+vanilla",
+        synthesizer="dense",
         max_sequence_length=512,
         num_segments=1,
         pooling="mean",
         dropout=0.1,
         activation="relu",
         layer_norm_epsilon=1e-5,
-        factorized_rank=8,
+        synthesizer_options=None,
         dtype=None,
         **kwargs,
     ):
+        synthesizer_options = synthesizer_options_argument(
+            kwargs, [synthesizer], synthesizer_options, type(self).__name__)
         check_backbone_args(
             vocabulary_size=vocabulary_size, num_layers=num_layers,
             num_heads=num_heads, hidden_dim=hidden_dim,
@@ -127,7 +133,7 @@ class SynthesizerBackbone(ConfigAttributesMixin, keras_hub.models.Backbone):
                 layer_norm_epsilon=layer_norm_epsilon,
                 synthesizer=synthesizer,
                 max_length=max_sequence_length,
-                factorized_rank=factorized_rank,
+                synthesizer_options=synthesizer_options,
                 dtype=dtype,
                 name=f"encoder_{i}",
             )
@@ -175,7 +181,7 @@ class SynthesizerBackbone(ConfigAttributesMixin, keras_hub.models.Backbone):
             dropout=dropout,
             activation=activation,
             layer_norm_epsilon=layer_norm_epsilon,
-            factorized_rank=factorized_rank,
+            synthesizer_options=synthesizer_options,
         )
 
     def _embed(self, token_ids, segment_ids, training=None):

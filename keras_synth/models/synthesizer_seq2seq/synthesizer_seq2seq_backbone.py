@@ -8,6 +8,7 @@ from keras_synth.layers import SynthesizerEncoder
 from keras_synth._hub import keras_hub
 from keras_synth.models import generation_utils as utils
 from keras_synth.models.backbone_utils import ConfigAttributesMixin
+from keras_synth.models.backbone_utils import synthesizer_options_argument
 
 
 @keras.saving.register_keras_serializable(package="keras_synth")
@@ -48,8 +49,11 @@ class SynthesizerSeq2SeqBackbone(
         activation: feedforward activation. Defaults to `"relu"`.
         normalize_first: bool, pre-LN (True) or post-LN (False, default).
         layer_norm_epsilon: float. Defaults to `1e-5`.
-        factorized_rank: rank of `"factorized_random"`. Defaults to 8.
-        factorized_dense_sizes: `(a, b)` of `"factorized_dense"`.
+        synthesizer_options: dict of the variants' options, as
+            `SynthesizerAttention`'s (e.g. `{"rank": 4}` for
+            `"factorized_random"`, `{"initializer": "zeros"}` for the
+            random variants), for every block. (Release 0.1's one argument
+            per option still works, deprecated.)
         encoder_vocabulary_size: int or `None` (default): the number of
             source tokens when the source has a vocabulary of its own
             (`SynthesizerSeq2SeqLMPreprocessor(encoder_tokenizer=...)`);
@@ -93,12 +97,14 @@ class SynthesizerSeq2SeqBackbone(
         activation="relu",
         normalize_first=False,
         layer_norm_epsilon=1e-5,
-        factorized_rank=8,
-        factorized_dense_sizes=None,
+        synthesizer_options=None,
         encoder_vocabulary_size=None,
         dtype=None,
         **kwargs,
     ):
+        synthesizer_options = synthesizer_options_argument(
+            kwargs, [synthesizer, cross_attention_synthesizer],
+            synthesizer_options, type(self).__name__)
         if encoder_vocabulary_size is not None and (
             not isinstance(encoder_vocabulary_size, int)
             or encoder_vocabulary_size < 1
@@ -149,8 +155,7 @@ class SynthesizerSeq2SeqBackbone(
             normalize_first=normalize_first,
             synthesizer=synthesizer,
             max_length=max_sequence_length,
-            factorized_rank=factorized_rank,
-            factorized_dense_sizes=factorized_dense_sizes,
+            synthesizer_options=synthesizer_options,
             dtype=dtype,
         )
         self.encoder_transformer_layers = [
@@ -217,8 +222,7 @@ class SynthesizerSeq2SeqBackbone(
             activation=activation,
             normalize_first=normalize_first,
             layer_norm_epsilon=layer_norm_epsilon,
-            factorized_rank=factorized_rank,
-            factorized_dense_sizes=factorized_dense_sizes,
+            synthesizer_options=synthesizer_options,
             encoder_vocabulary_size=encoder_vocabulary_size,
         )
 

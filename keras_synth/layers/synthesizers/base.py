@@ -1,0 +1,264 @@
+"""`Synthesizer`: the base class of every variant, built-in or user-defined.
+
+A synthesizer turns its inputs into attention logits. Each variant is one
+subclass in a file of its own: its options and their defaults (`defaults`,
+checked by `resolve_options`), its weights (`build`), its logits (`logits`,
+or `factors` when they are a product `left @ right`), and its cost
+(`flops`; the parameter count is Keras's `count_params()`).
+`SynthesizerAttention` composes the registered variants
+(`register_synthesizer`); the subclass never sees masks, caches, values or
+the softmax.
+
+Shapes (docs/design.md notation): the query input is `(B, T, d)`, projected
+keys are `(B, S, H, k)`. `logits` returns `(B, H, T, S)` for variants that
+depend on the input and `(H, T, S)` for those that do not
+(`batch_dependent = False`), in `logits_dtype` (float32 under mixed
+precision).
+"""
+
+import keras
+from keras import ops
+
+from keras_synth.layers.keras_utils import EinsumDense
+from keras_synth.layers.keras_utils import clone_initializer
+
+
+class Synthesizer(keras.layers.Layer):
+    """Base class of the synthesizers.
+
+    Subclasses set the class attributes below, `defaults` (option name ->
+    default value), and implement `build(query_shape, key_shape)` and
+    `logits(...)` (or `factors(...)` with `bilinear = True`). They are
+    created by `SynthesizerAttention`, never by users directly; register a
+    subclass with `keras_synth.layers.register_synthesizer` to use it there.
+
+    Args:
+        num_heads: number of heads `H`.
+        key_dim: size per head `k` of the query-side projections.
+        max_length: `ℓ`, the longest query and key length (`None` only for
+            variants with `needs_max_length = False`).
+        use_bias: whether projections have biases.
+        logits_dtype: dtype of the returned logits.
+        sublayer_kwargs: keyword arguments for the `EinsumDense` sublayers
+            (initializers, regularizers, constraints, dtype policy).
+        options: this variant's options, already resolved
+            (`resolve_options`); read them as `self.options[name]`.
+        **kwargs: base layer arguments.
+    """
+
+    # Set by `register_synthesizer`: the name in `synthesizer="..."`.
+    variant = None
+    # Option name -> default value; `resolve_options` fills and checks them.
+    defaults = {}
+    # Whether the logits depend on the input (B x H x T x S) or not (H x T x S).
+    batch_dependent = True
+    # Whether the logits need the projected keys (dot-product attention).
+    uses_keys = False
+    # Whether `factors` gives the logits as a product of two factors.
+    bilinear = False
+    # Whether the variant needs `max_length` (its logits are ℓ x ℓ at most).
+    needs_max_length = True
+
+    def __init__(self, num_heads, key_dim, max_length, use_bias=True,
+                 logits_dtype="float32", sublayer_kwargs=None, options=None,
+                 **kwargs):
+        kwargs.setdefault("name", self.variant)
+        super().__init__(**kwargs)
+        self.num_heads = num_heads
+        self.key_dim = key_dim
+        self.max_length = max_length
+        self.use_bias = use_bias
+        self.logits_dtype = logits_dtype
+        self.sublayer_kwargs = dict(
+            kernel_initializer="glorot_uniform", bias_initializer="zeros",
+            kernel_regularizer=None, bias_regularizer=None,
+            kernel_constraint=None, bias_constraint=None,
+        )
+        self.sublayer_kwargs.update(sublayer_kwargs or {})
+        self.options = dict(options if options is not None
+                            else self.resolve_options({}, max_length))
+
+    # ------------------------------------------------------------- options
+
+    @classmethod
+    def resolve_options(cls, options, max_length):
+        """Returns `options` checked, with the defaults filled in.
+
+        Raises a `ValueError` naming the option for a name not in
+        `defaults`. Subclasses extend this to check values and to derive
+        defaults from `max_length` (call `super().resolve_options` first).
+        """
+        unknown = sorted(set(options) - set(cls.defaults))
+        if unknown:
+            accepted = ", ".join(sorted(cls.defaults)) or "none"
+            raise ValueError(
+                f"Unknown option(s) {unknown} for synthesizer "
+                f"{cls.variant!r} in argument `synthesizer_options`. "
+                f"Options of {cls.variant!r}: {accepted}. Received: "
+                f"synthesizer_options={{{cls.variant!r}: {dict(options)!r}}}"
+            )
+        resolved = dict(cls.defaults)
+        resolved.update(options)
+        return resolved
+
+    @staticmethod
+    def serialize_option(value):
+        """An option value as JSON-friendly config (Keras objects as their
+        serialized config, tuples as lists)."""
+        if value is None or isinstance(value, (bool, int, float, str, dict)):
+            return value  # (a dict: a Keras object's config already)
+        if isinstance(value, (list, tuple)):
+            return [Synthesizer.serialize_option(v) for v in value]
+        return keras.saving.serialize_keras_object(value)
+
+    @staticmethod
+    def deserialize_option(value):
+        """The inverse of `serialize_option` (lists stay lists)."""
+        if isinstance(value, dict) and "class_name" in value:
+            return keras.saving.deserialize_keras_object(value)
+        return value
+
+    # ------------------------------------------------------------- weights
+
+    def add_logit_weight(self, name, shape, initializer, trainable=True,
+                         regularized=True):
+        """A weight of the logit path, kept in `logits_dtype` (float32 under
+        mixed precision, never autocast). With `regularized`, the layer's
+        kernel (or, for names starting with "bias", bias) regularizer and
+        constraint apply."""
+        kw = self.sublayer_kwargs
+        kind = "bias" if name.startswith("bias") else "kernel"
+        return self.add_weight(
+            name=name,
+            shape=shape,
+            initializer=clone_initializer(keras.initializers.get(initializer)),
+            regularizer=kw[f"{kind}_regularizer"] if regularized else None,
+            constraint=kw[f"{kind}_constraint"] if regularized else None,
+            trainable=trainable,
+            dtype=self.logits_dtype,
+            autocast=False,
+        )
+
+    def built_projection(self, name, activation, input_shape):
+        """A built `EinsumDense` from `(B, T, d)` to `(B, T, H, key_dim)`,
+        with the layer's initializers, regularizers and constraints."""
+        kw = dict(self.sublayer_kwargs)
+        kw["kernel_initializer"] = clone_initializer(kw["kernel_initializer"])
+        kw["bias_initializer"] = clone_initializer(kw["bias_initializer"])
+        projection = EinsumDense(
+            "btd,dnk->btnk",
+            output_shape=(None, self.num_heads, self.key_dim),
+            bias_axes="nk" if self.use_bias else None,
+            activation=activation,
+            name=name,
+            **kw,
+        )
+        projection.build(input_shape)
+        return projection
+
+    def add_kernel_and_bias(self, suffix, size):
+        """The `(H, key_dim, size)` kernel and, with `use_bias`, the
+        `(H, size)` bias (else `None`) that map a hidden layer to `size`
+        logits, named `kernel{suffix}` and `bias{suffix}`."""
+        kw = self.sublayer_kwargs
+        kernel = self.add_logit_weight(
+            f"kernel{suffix}", (self.num_heads, self.key_dim, size),
+            kw["kernel_initializer"],
+        )
+        bias = None
+        if self.use_bias:
+            bias = self.add_logit_weight(
+                f"bias{suffix}", (self.num_heads, size),
+                kw["bias_initializer"],
+            )
+        return kernel, bias
+
+    # -------------------------------------------------------------- logits
+
+    def project_key(self, key):
+        """Projects the key input; `None` for synthesizers without keys."""
+        return None
+
+    def logits(self, query, key, query_start, query_length, key_length,
+               scale=None):
+        """Returns the attention logits of this synthesizer.
+
+        Args:
+            query: the query input `(B, T, d)`.
+            key: projected keys `(B, S, H, k)`, or `None` if `uses_keys` is
+                False.
+            query_start: position of the first query row (0, or the cache
+                index during decoding); an int or a scalar tensor.
+            query_length: `T`.
+            key_length: `S`.
+            scale: optional per-head factors `(H,)` (the mixture weights),
+                applied to the smallest tensor that the logits are linear
+                in (`scaled`), so that a mixture never rescales
+                `B x H x T x S` logits.
+        """
+        if self.bilinear:
+            left, right = self.factors(
+                query, key, query_start, query_length, key_length, scale)
+            if len(left.shape) == 3 and len(right.shape) == 3:
+                return ops.einsum("ntc,ncs->nts", left, right)
+            return batched_product(left, right)
+        raise NotImplementedError(
+            f"{type(self).__name__} must implement `logits` (or `factors` "
+            "with `bilinear = True`)."
+        )
+
+    def factors(self, query, key, query_start, query_length, key_length,
+                scale=None):
+        """The logits as a product `left @ right`, or `None`.
+
+        Synthesizers whose logits are bilinear (`bilinear = True`) return
+        `(left, right)`, `left (B, H, T, c)` or `(H, T, c)` and
+        `right (B, H, c, S)` or `(H, c, S)`, with `left @ right` equal to
+        `logits(...)`. A mixture concatenates its components' factors along
+        `c` and contracts them once. Arguments as in `logits`.
+        """
+        return None
+
+    # ---------------------------------------------------------------- cost
+
+    def flops(self, batch_size, query_length, key_length, input_dim):
+        """Forward multiply-adds x 2 of the logits, for a cost model.
+
+        The default counts a `B x H x T x S` contraction of width `key_dim`
+        for batch-dependent variants and nothing for batch-independent ones
+        (a slice of stored logits); variants override it.
+        """
+        if not self.batch_dependent:
+            return 0
+        return 2 * batch_size * self.num_heads * query_length * key_length * (
+            self.key_dim)
+
+
+def scaled(x, scale, head_axis):
+    """`x` times `scale (H,)` broadcast along `head_axis` of `x`."""
+    if scale is None:
+        return x
+    shape = [1] * len(x.shape)
+    shape[head_axis] = -1
+    return x * ops.reshape(ops.cast(scale, x.dtype), shape)
+
+
+def batched_product(left, right):
+    """`left @ right` as `(B, H, T, S)`, a batch-independent factor
+    broadcast to the other's batch.
+
+    Batched over (b, n), the product comes out as (B, H, T, S): batched over
+    heads alone it would come out (H, B, T, S) and need a transpose of the
+    largest tensor (forward and backward).
+    """
+    batch_size = ops.shape(left if len(left.shape) == 4 else right)[0]
+
+    def batched(factor):
+        if len(factor.shape) == 4:
+            return factor
+        return ops.broadcast_to(
+            ops.expand_dims(factor, 0),
+            (batch_size,) + tuple(ops.shape(factor)),
+        )
+
+    return ops.einsum("bntc,bncs->bnts", batched(left), batched(right))

@@ -1,0 +1,61 @@
+"""Factorized random: `L_h = (R1_h R2_h^T)[:T, :S]`, `R1, R2` of rank `r`."""
+
+from keras import ops
+
+from keras_synth.layers.keras_utils import is_int
+from keras_synth.layers.synthesizers.base import Synthesizer
+from keras_synth.layers.synthesizers.base import scaled
+from keras_synth.layers.synthesizers.random import random_initializer
+from keras_synth.layers.synthesizers.registry import register_synthesizer
+
+
+@register_synthesizer("factorized_random")
+class FactorizedRandomSynthesizer(Synthesizer):
+    """Factorized random: `L_h = (R1_h R2_h^T)[:T, :S]`, `R1, R2` of rank `r`.
+
+    Weights: `left (H, ℓ, r)`, `right (H, ℓ, r)` (not regularized).
+
+    Options:
+        rank: `r`, a positive integer. Defaults to 8.
+        initializer: initializer of both factors. Defaults to
+            `RandomNormal(stddev=1.0)`.
+    """
+
+    batch_dependent = False
+    bilinear = True
+    defaults = {"rank": 8, "initializer": None}
+
+    @classmethod
+    def resolve_options(cls, options, max_length):
+        resolved = super().resolve_options(options, max_length)
+        rank = resolved["rank"]
+        if not is_int(rank) or rank <= 0:
+            raise ValueError(
+                "Received an invalid value for option `rank` of "
+                "'factorized_random', expected a positive integer. "
+                f"Received: rank={rank!r}"
+            )
+        resolved["initializer"] = random_initializer(resolved["initializer"])
+        return resolved
+
+    def build(self, query_shape, key_shape):
+        shape = (self.num_heads, self.max_length, self.options["rank"])
+        initializer = self.options["initializer"]
+        self.left = self.add_logit_weight(
+            "left", shape, initializer, regularized=False)
+        self.right = self.add_logit_weight(
+            "right", shape, initializer, regularized=False)
+
+    def factors(self, query, key, query_start, query_length, key_length,
+                scale=None):
+        heads, rank = self.num_heads, self.options["rank"]
+        left = scaled(ops.slice(
+            self.left.value, (0, query_start, 0), (heads, query_length, rank)
+        ), scale, 0)
+        right = ops.slice(self.right.value, (0, 0, 0), (heads, key_length, rank))
+        return left, ops.transpose(right, (0, 2, 1))
+
+    def flops(self, batch_size, query_length, key_length, input_dim):
+        """`R1 R2^T`, once for the whole batch."""
+        return 2 * self.num_heads * query_length * key_length * (
+            self.options["rank"])

@@ -1,0 +1,67 @@
+"""Random and fixed random: `L_h = R_h[:T, :S]`, `R_h` an `ℓ x ℓ` matrix."""
+
+import keras
+from keras import ops
+
+from keras_synth.layers.synthesizers.base import Synthesizer
+from keras_synth.layers.synthesizers.base import scaled
+from keras_synth.layers.synthesizers.registry import register_synthesizer
+
+
+@register_synthesizer("random")
+class RandomSynthesizer(Synthesizer):
+    """Random: `L_h = R_h[:T, :S]` with `R_h` a trainable `ℓ x ℓ` matrix.
+
+    Weight: `logits (H, ℓ, ℓ)` (not regularized or constrained).
+
+    Options:
+        initializer: initializer of `R`. Defaults to
+            `RandomNormal(stddev=1.0)`.
+    """
+
+    batch_dependent = False
+    trainable_logits = True
+    defaults = {"initializer": None}
+
+    @classmethod
+    def resolve_options(cls, options, max_length):
+        resolved = super().resolve_options(options, max_length)
+        resolved["initializer"] = random_initializer(resolved["initializer"])
+        return resolved
+
+    def build(self, query_shape, key_shape):
+        length = self.max_length
+        self.kernel = self.add_logit_weight(
+            "logits", (self.num_heads, length, length),
+            self.options["initializer"],
+            trainable=self.trainable_logits, regularized=False,
+        )
+
+    def logits(self, query, key, query_start, query_length, key_length,
+               scale=None):
+        return scaled(ops.slice(
+            self.kernel.value, (0, query_start, 0),
+            (self.num_heads, query_length, key_length),
+        ), scale, 0)
+
+
+@register_synthesizer("fixed_random")
+class FixedRandomSynthesizer(RandomSynthesizer):
+    """Fixed random: as random, but `R` is never trained (still saved)."""
+
+    trainable_logits = False
+
+
+def random_initializer(initializer):
+    """`initializer` as a Keras initializer; `None` is the paper's
+    `RandomNormal(stddev=1.0)`."""
+    if initializer is None:
+        return keras.initializers.RandomNormal(stddev=1.0)
+    try:
+        return keras.initializers.get(initializer)
+    except ValueError as error:
+        raise ValueError(
+            "Received an invalid value for synthesizer option "
+            f"`initializer`, expected a Keras initializer. Received: "
+            f"initializer={initializer!r} ({error})"
+        ) from None
