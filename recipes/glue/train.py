@@ -84,6 +84,7 @@ def validate_args(args):
                  "batch_size", "epochs", "learning_rate", "vocab_size",
                  "factorized_rank"):
         flags.positive(name, getattr(args, name))
+    flags.check_hidden_dim(args.hidden_dim, args.num_heads)
     if args.max_length < 4 + task.num_segments:
         raise ValueError(f"Argument `--max_length`={args.max_length} is too "
                          "short to pack a sentence.")

@@ -9,6 +9,8 @@ configs back into them, exactly as release 0.1.0 wrote them (its
 
 import json
 import os
+import subprocess
+import sys
 import zipfile
 
 import keras
@@ -71,6 +73,28 @@ def test_the_old_names_are_aliases_of_the_new_classes():
         "keras_synth>SynthesizerByteTokenizer")
     assert keras.saving.get_registered_name(InverseSqrtSchedule) == (
         "keras_synth>InverseSqrtSchedule")
+
+
+def test_import_keras_synth_alone_registers_them(tmp_path):
+    """In a fresh process, from an empty folder: `import keras_synth` (its
+    `models`, which a failed import would leave out silently) registers
+    the old names; no recipe module is imported."""
+    code = (
+        "import sys, keras, keras_synth\n"
+        "assert 'models' in keras_synth.__all__, keras_synth.__all__\n"
+        "for name in ('recipes_lm>ByteTokenizer',\n"
+        "             'recipes.translate>InverseSqrtSchedule'):\n"
+        "    cls = keras.saving.get_registered_object(name)\n"
+        "    assert cls.__module__.startswith('keras_synth.models'), cls\n"
+        "assert not any(m.split('.')[0] == 'recipes' for m in sys.modules)\n"
+    )
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=repo, TF_CPP_MIN_LOG_LEVEL="3")
+    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path,
+                            env=env, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
 
 
 def test_byte_level_lm_preset_of_release_0_1_0(tmp_path):
