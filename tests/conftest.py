@@ -3,8 +3,8 @@
 Hypothesis budget: property-based tests run a small, fixed (derandomized)
 number of examples by default so that the suite stays fast on every backend.
 Set `KERAS_SYNTH_HYPOTHESIS_EXAMPLES=N` (any positive integer) to run N
-new random examples per property test instead. The long search of README
-"Robustness" (4 property tests x 2500 = 10,000 cases, not run in CI):
+new random examples per property test instead. The long search of
+docs/robustness.md (4 property tests x 2500 = 10,000 cases, not run in CI):
 
     KERAS_SYNTH_HYPOTHESIS_EXAMPLES=2500 KERAS_BACKEND=tensorflow \
         python -m pytest -q tests/layers/test_synthesizer_attention_properties.py \

@@ -1,5 +1,6 @@
-"""Every code block a user would copy from README.md and docs/*.md works as
-written.
+"""Every code block a user would copy from README.md and docs/**/*.md
+(docs/recipes/ included) works as written, and every relative link of
+those documents resolves.
 
 - ```python blocks are executed as they are (each in a fresh namespace, in
   a temporary working directory). A line `print(...)  # text` promises
@@ -16,6 +17,10 @@ written.
   the recipe's own parser (a renamed or misspelled flag fails);
   `--help` must print the usage. Paths and `pip` extras named in shell
   blocks must exist.
+- Every relative link `[text](target)` (images too) names an existing
+  file or folder, and its `#anchor`, if any, a heading of the target
+  document (GitHub's anchors: lowercased, punctuation dropped, spaces as
+  hyphens).
 """
 
 import contextlib
@@ -34,7 +39,7 @@ import keras
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-DOCUMENTS = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
+DOCUMENTS = [ROOT / "README.md"] + sorted((ROOT / "docs").rglob("*.md"))
 NEEDS = re.compile(r"<!--\s*readme-test:\s*needs\s+(.+?)\s*-->")
 RECIPE_COMMAND = re.compile(r"python -m (recipes\.\w+)((?:\s+\S+)*)")
 PRINT_PROMISE = re.compile(r"^\s*print\(.*\)\s+#\s*(.+?)\s*$")
@@ -71,7 +76,7 @@ class Block:
 
     @property
     def name(self):
-        return f"{self.path.name}:{self.line}"
+        return f"{self.path.relative_to(ROOT).as_posix()}:{self.line}"
 
 
 def code_blocks(path):
@@ -124,7 +129,23 @@ RECIPE_COMMANDS = [
 def test_the_documents_have_blocks_of_each_kind():
     # Guards the parser above: an empty list would make every test vacuous.
     assert len(PYTHON) >= 5 and len(RECIPE_COMMANDS) >= 8
+    # The subfolders of docs/ are read too (the recipe manuals).
+    assert ROOT / "docs" / "recipes" / "glue.md" in DOCUMENTS
+    assert {b.path for b in BLOCKS} >= {ROOT / "docs" / "recipes" / name
+                                        for name in ("glue.md", "lm.md",
+                                                     "translate.md")}
     assert {b.needs.split()[2] for b in PYTHON if b.needs} == set(SHORT_RUNS)
+
+
+def test_the_readme_is_the_front_door():
+    # Issue #27: manuals and tables live in docs/. `.ci/check_wheel` runs
+    # the first Python block after "## Usage"; `.ci/run` the test command.
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 350
+    usage = readme.split("\n## Usage\n", 1)[1]
+    assert re.search(r"```python\n(.*?)```", usage, re.S)
+    assert ("for b in tensorflow jax torch; do KERAS_BACKEND=$b python -m "
+            "pytest -q tests || exit 1; done") in readme
 
 
 @pytest.fixture(scope="session")
@@ -237,3 +258,73 @@ def test_the_exports_say_what_they_need(needs, recipe_run):
     assert f"Signature `{usage['signature']}`" in readme
     for name in list(usage["inputs"]) + list(usage["outputs"]):
         assert f"`{name}`" in readme
+
+
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+
+
+def unfenced(path):
+    """The document without its fenced blocks."""
+    return re.sub(r"^\s*```.*?^\s*```\s*$", "", path.read_text(
+        encoding="utf-8"), flags=re.MULTILINE | re.DOTALL)
+
+
+def anchors(path):
+    """GitHub's heading anchors of a Markdown file: lowercased, characters
+    other than letters, digits, `_`, `-` and spaces dropped, spaces as
+    hyphens, `-1`, `-2`, ... for repeated headings."""
+    found, seen = set(), {}
+    for line in unfenced(path).splitlines():
+        heading = re.match(r"^#{1,6}\s+(.+?)\s*#*\s*$", line)
+        if heading:
+            text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading.group(1))
+            text = text.lower().replace("`", "")
+            slug = re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+            count = seen.get(slug, 0)
+            seen[slug] = count + 1
+            found.add(slug if count == 0 else f"{slug}-{count}")
+    return found
+
+
+def relative_links(path):
+    # Brackets inside inline code are no links.
+    text = re.sub(r"`[^`\n]*`", "", unfenced(path))
+    return [target for target in LINK.findall(text)
+            if not re.match(r"^[a-z][a-z0-9+.-]*:", target)]
+
+
+def test_anchors_and_links_are_read_as_github_does(tmp_path):
+    (tmp_path / "a.md").write_text((
+        "# Multi30k de→en\n## SST-2 with a small model\n"
+        "### Several workers (`--strategy=multi_worker`)\n"
+        "## Tiny Shakespeare, character level\n## Tests\n## Tests\n"
+        "```bash\n# not a heading\n```\n"), encoding="utf-8")
+    assert anchors(tmp_path / "a.md") == {
+        "multi30k-deen", "sst-2-with-a-small-model",
+        "several-workers---strategymulti_worker",
+        "tiny-shakespeare-character-level", "tests", "tests-1"}
+    (tmp_path / "b.md").write_text(
+        "[x](a.md#tests) ![y](a.md) [z](https://example.com) `[no](link)`\n"
+        "```\n[code](nowhere.md)\n```\n", encoding="utf-8")
+    assert relative_links(tmp_path / "b.md") == ["a.md#tests", "a.md"]
+
+
+@pytest.mark.parametrize("path", DOCUMENTS,
+                         ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_relative_links_resolve(path):
+    checked = 0
+    for target in relative_links(path):
+        file, _, anchor = target.partition("#")
+        linked = (path.parent / file).resolve() if file else path
+        assert linked.exists(), (
+            f"{path.relative_to(ROOT)}: link {target!r} names no file "
+            f"({linked})")
+        if anchor:
+            assert linked.suffix == ".md", f"{path.name}: {target!r}"
+            assert anchor in anchors(linked), (
+                f"{path.relative_to(ROOT)}: link {target!r}: no heading "
+                f"#{anchor} in {linked.relative_to(ROOT)}; it has "
+                f"{sorted(anchors(linked))}")
+        checked += 1
+    if path.name == "README.md" or "recipes" in path.parts:
+        assert checked, f"{path.relative_to(ROOT)} links nowhere"

@@ -41,32 +41,21 @@ def forward_flops(row, batch, length, width, heads, max_length=None):
     Matmuls only (projections, logits, the weighted sum of values); the
     softmax and elementwise work are not counted, as usual.
     """
-    from keras_synth.layers.attention.synthesizer_attention import (
-        default_factorized_dense_sizes,
-    )
+    # Imported here: this module is imported before a backend is chosen.
+    from keras_synth.layers import SynthesizerAttention
 
     b, t, s, d, h = batch, length, length, width, heads
     k = d // h
-    max_length = max_length or length
     common = 2 * b * s * d * h * k + 2 * b * t * h * k * d  # value, output
     common += 2 * b * h * t * s * k  # probabilities x values
-    qk = 2 * b * t * d * h * k + 2 * b * s * d * h * k + 2 * b * h * t * s * k
-    if row in (BASELINE, "vanilla"):
-        return common + qk
-    total = common
-    for part in row.split("+"):
-        if part == "vanilla":
-            total += qk
-        elif part == "dense":
-            total += 2 * b * t * d * h * k + 2 * b * h * t * s * k
-        elif part == "factorized_dense":
-            a, c = default_factorized_dense_sizes(max_length)
-            total += 2 * b * t * d * h * k + 2 * b * t * h * k * (a + c)
-            total += b * h * t * a * c
-        elif part == "factorized_random":
-            total += 2 * h * t * s * 8
-    if "+" in row:
-        total += 2 * b * h * t * s * len(row.split("+"))
+    variant = "vanilla" if row == BASELINE else row
+    layer = SynthesizerAttention(
+        num_heads=h, key_dim=k, synthesizer=variant,
+        max_length=max_length or length)
+    total = common + sum(
+        synthesizer.flops(b, t, s, d) for synthesizer in layer.synthesizers)
+    if len(layer.synthesizers) > 1:
+        total += 2 * b * h * t * s * len(layer.synthesizers)
     return total
 
 

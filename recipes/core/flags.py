@@ -3,6 +3,10 @@
 Pure Python: building a parser imports neither Keras nor TensorFlow.
 """
 
+import argparse
+import json
+import sys
+
 from recipes.core.runtime import DEFAULT_CLUSTER_TIMEOUT
 from recipes.core.runtime import DEFAULT_MATMUL_PRECISION
 from recipes.core.runtime import MATMUL_PRECISIONS
@@ -123,7 +127,8 @@ def add_model_flags(group, num_layers, hidden_dim, layers_help,
     """Adds the architecture flags the recipes share to an argument group:
     `--synthesizer`, `--num_layers` (`layers_help` says what it counts),
     `--hidden_dim`, `--num_heads`, `--intermediate_dim`, `--dropout`,
-    `--factorized_rank`.
+    `--synthesizer_options` (and release 0.1's `--factorized_rank`,
+    deprecated).
     """
     group.add_argument("--synthesizer", default="random+vanilla",
                        help=f"{synthesizer_help}: {SYNTHESIZERS_HELP}.")
@@ -139,8 +144,18 @@ def add_model_flags(group, num_layers, hidden_dim, layers_help,
     group.add_argument("--dropout", type=float, default=0.1,
                        help="Dropout rate of the embeddings, attention, "
                        "feedforward (and classification head).")
-    group.add_argument("--factorized_rank", type=int, default=8,
-                       help="Rank of factorized_random (the paper's r).")
+    group.add_argument("--synthesizer_options", default=None,
+                       metavar="JSON",
+                       help="The variants' options as a JSON object, e.g. "
+                       "'{\"rank\": 4}' (factorized_random's rank r, "
+                       "default 8), '{\"sizes\": [4, 8]}' "
+                       "(factorized_dense's a x b), '{\"initializer\": "
+                       "\"zeros\"}' (the random variants'), or per variant "
+                       "'{\"factorized_random\": {\"rank\": 4}}'.")
+    # Release 0.1's flag, kept working (deprecated): see
+    # `synthesizer_options`.
+    group.add_argument("--factorized_rank", type=int, default=None,
+                       help=argparse.SUPPRESS)
 
 
 def add_output_switches(group, attention_plot=False):
@@ -248,13 +263,66 @@ def check_ema_momentum(value):
         )
 
 
+def synthesizer_options(args, flags=("synthesizer",), max_length=None):
+    """Parses and checks `--synthesizer_options` for the variants of the
+    synthesizer flags `flags`; returns the options dict (or `None`).
+
+    Release 0.1's `--factorized_rank=N` still works (a deprecation line on
+    stderr) as `{"factorized_random": {"rank": N}}`.
+
+    Raises:
+        ValueError: naming `--synthesizer_options`, for bad JSON, an option
+            no variant in use has, or a bad value.
+    """
+    from keras_synth.layers.synthesizers import get_synthesizer
+    from keras_synth.layers.synthesizers import select_options
+    from keras_synth.layers.synthesizers import split_options
+    from keras_synth.layers.synthesizers import variants_of
+
+    options = None
+    if args.synthesizer_options is not None:
+        try:
+            options = json.loads(args.synthesizer_options)
+        except json.JSONDecodeError as error:
+            raise ValueError(
+                "Argument `--synthesizer_options` must be a JSON object, e.g. "
+                f"'{{\"rank\": 4}}'. Received: {args.synthesizer_options!r} "
+                f"({error})") from None
+        if not isinstance(options, dict):
+            raise ValueError(
+                "Argument `--synthesizer_options` must be a JSON object, e.g. "
+                f"'{{\"rank\": 4}}'. Received: {args.synthesizer_options!r}")
+    specs = [getattr(args, flag) for flag in flags]
+    variants = tuple(sorted(variants_of(specs)))
+    if getattr(args, "factorized_rank", None) is not None:
+        print("Warning: --factorized_rank is deprecated; use "
+              f"--synthesizer_options='{{\"rank\": {args.factorized_rank}}}'",
+              file=sys.stderr)
+        if "factorized_random" in variants:  # else ignored, as in 0.1
+            options = dict(options or {})
+            options["factorized_random"] = dict(
+                options.get("factorized_random", {}),
+                rank=args.factorized_rank)
+    try:
+        split_options(variants, options)
+        for spec in specs:
+            names = variants_of([spec])
+            per_variant = split_options(
+                tuple(names), select_options(names, options))
+            for name, given in per_variant.items():
+                get_synthesizer(name).resolve_options(given, max_length)
+    except ValueError as error:
+        raise ValueError(f"Argument `--synthesizer_options`: {error}") from None
+    return options or None
+
+
 def canonical_synthesizer(flag, value):
     """`--flag=value` as `SynthesizerAttention` spells variants (`"a+b"`).
 
     Raises:
         ValueError: naming the flag, for an unknown variant.
     """
-    from keras_synth.layers.attention.synthesizer_attention import parse_synthesizer
+    from keras_synth.layers.synthesizers import parse_synthesizer
 
     try:
         return "+".join(parse_synthesizer(value))

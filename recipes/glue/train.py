@@ -81,10 +81,11 @@ def validate_args(args):
     args.synthesizer = flags.canonical_synthesizer("synthesizer",
                                                     args.synthesizer)
     for name in ("max_length", "num_layers", "hidden_dim", "num_heads",
-                 "batch_size", "epochs", "learning_rate", "vocab_size",
-                 "factorized_rank"):
+                 "batch_size", "epochs", "learning_rate", "vocab_size"):
         flags.positive(name, getattr(args, name))
     flags.check_hidden_dim(args.hidden_dim, args.num_heads)
+    args.synthesizer_options = flags.synthesizer_options(
+        args, max_length=args.max_length)
     if args.max_length < 4 + task.num_segments:
         raise ValueError(f"Argument `--max_length`={args.max_length} is too "
                          "short to pack a sentence.")
@@ -193,8 +194,7 @@ def run(args, log=print):
             intermediate_dim=args.intermediate_dim,
             dropout=args.dropout,
             pooling=args.pooling,
-            **({"factorized_rank": args.factorized_rank}
-               if "factorized_random" in args.synthesizer else {}),
+            synthesizer_options=args.synthesizer_options,
         )
         model_lib.compile_model(
             model, task, args.learning_rate, steps_per_epoch * args.epochs,

@@ -47,7 +47,7 @@ def build_lm(tokenizer, args, stream):
         intermediate_dim=args.intermediate_dim or 4 * args.hidden_dim,
         max_sequence_length=args.sequence_length,
         synthesizer=args.synthesizer, dropout=args.dropout,
-        factorized_rank=args.factorized_rank)
+        synthesizer_options=args.synthesizer_options)
     return SynthesizerCausalLM(backbone, preprocessor)
 
 

@@ -120,9 +120,10 @@ def validate_args(args):
                                                     args.synthesizer)
     for name in ("sequence_length", "num_layers", "hidden_dim", "num_heads",
                  "batch_size", "epochs", "learning_rate", "vocab_size",
-                 "factorized_rank", "max_new_tokens", "eval_batch_size",
-                 "temperature"):
+                 "max_new_tokens", "eval_batch_size", "temperature"):
         flags.positive(name, getattr(args, name))
+    args.synthesizer_options = flags.synthesizer_options(
+        args, max_length=args.sequence_length)
     for name in ("max_train_examples", "intermediate_dim", "eval_stride",
                  "time_budget_minutes"):
         if getattr(args, name) is not None:

@@ -144,7 +144,8 @@ def make_dataset(encoded, batch_size, shuffle=False, seed=0,
 def build_lm(src_vocab_size, tgt_vocab_size, max_length, synthesizer,
              cross_attention_synthesizer="vanilla", hidden_dim=256,
              num_layers=3, num_heads=4, intermediate_dim=None, dropout=0.1,
-             shared=True, normalize_first=False, factorized_rank=8):
+             shared=True, normalize_first=False,
+             synthesizer_options=None):
     """A `SynthesizerSeq2SeqLM` without preprocessor (the recipe feeds it
     features; attach the preprocessor to generate from strings)."""
     backbone = SynthesizerSeq2SeqBackbone(
@@ -155,7 +156,7 @@ def build_lm(src_vocab_size, tgt_vocab_size, max_length, synthesizer,
         max_sequence_length=max_length, synthesizer=synthesizer,
         cross_attention_synthesizer=cross_attention_synthesizer,
         dropout=dropout, normalize_first=normalize_first,
-        factorized_rank=factorized_rank)
+        synthesizer_options=synthesizer_options)
     return SynthesizerSeq2SeqLM(backbone, preprocessor=None)
 
 

@@ -153,8 +153,11 @@ def validate_args(args):
                 flags.canonical_synthesizer(flag, getattr(args, flag)))
     for name in ("max_length", "num_layers", "hidden_dim", "num_heads",
                  "batch_size", "epochs", "learning_rate", "vocab_size",
-                 "factorized_rank", "beam_size", "decode_batch_size"):
+                 "beam_size", "decode_batch_size"):
         flags.positive(name, getattr(args, name))
+    args.synthesizer_options = flags.synthesizer_options(
+        args, ("synthesizer", "cross_attention_synthesizer"),
+        max_length=args.max_length)
     for name in ("max_train_examples", "intermediate_dim", "warmup_steps",
                  "time_budget_minutes"):
         if getattr(args, name) is not None:
@@ -292,7 +295,7 @@ def run(args, log=print):
             num_heads=args.num_heads, intermediate_dim=args.intermediate_dim,
             dropout=args.dropout, shared=args.vocab == "shared",
             normalize_first=args.normalize_first,
-            factorized_rank=args.factorized_rank)
+            synthesizer_options=args.synthesizer_options)
         modeling.compile_lm(
             model, args.learning_rate, warmup_steps,
             label_smoothing=args.label_smoothing,

@@ -6,7 +6,7 @@ It reads the layer's own weights, by the names the layer's docstring gives
 from the paper's equations, independently of the layer's code:
 
 - values `V = M W_V + b_V`, output `Y = concat_h(P_h V_h) W_O + b_O`;
-- the logits of every variant (README, "The variants") and of mixtures,
+- the logits of every variant (docs/layer.md, "The variants") and of mixtures,
   `sum_i softmax(w_h)_i L_i`;
 - masks combined as in `keras.layers.MultiHeadAttention` (True = may
   attend) and applied to the final logits; a query row whose keys are all
@@ -123,10 +123,19 @@ def _relu(x):
     return np.maximum(x, 0.0)
 
 
+# Float64 logits of variants defined outside the package (tests of
+# user-defined synthesizers add theirs): name -> f(layer, weights, query,
+# key, start, T, S) returning `(B, H, T, S)` or `(H, T, S)`.
+EXTRA_VARIANT_LOGITS = {}
+
+
 def _variant_logits(layer, name, weights, query, key, start, T, S):
     """Logits `(B, H, T, S)` of one variant (broadcast over the batch)."""
     B = query.shape[0]
     H = layer.num_heads
+    if name in EXTRA_VARIANT_LOGITS:
+        L = EXTRA_VARIANT_LOGITS[name](layer, weights, query, key, start, T, S)
+        return np.broadcast_to(L, (B, H, T, S))
     if name == "vanilla":
         q = _project(query, weights, "vanilla/query")
         k = _project(key, weights, "vanilla/key")

@@ -43,7 +43,7 @@ def layer_for(variant):
     keras.utils.set_random_seed(0)
     layer = SynthesizerAttention(
         num_heads=HEADS, key_dim=8, synthesizer=variant, max_length=MAX_LEN,
-        factorized_rank=3,
+        synthesizer_options={"factorized_random": {"rank": 3}},
     )
     layer.build((B, T, D), (B, T, D))
     rng = np.random.default_rng(0)

@@ -49,7 +49,8 @@ def _np(x):
 def _attention(variant, key_dim=8):
     layer = SynthesizerAttention(
         num_heads=HEADS, key_dim=key_dim, synthesizer=variant,
-        max_length=MAX_LEN, factorized_rank=3,
+        max_length=MAX_LEN,
+        synthesizer_options={"factorized_random": {"rank": 3}},
     )
     layer.build((B, T, D), (B, T, D))
     randomize(layer)
@@ -123,7 +124,8 @@ def _decoder(variant, cross=None, normalize_first=False):
     layer = SynthesizerDecoder(
         intermediate_dim=24, num_heads=HEADS, synthesizer=variant,
         cross_attention_synthesizer=cross or "vanilla", max_length=MAX_LEN,
-        factorized_rank=3, normalize_first=normalize_first,
+        synthesizer_options={"factorized_random": {"rank": 3}},
+        normalize_first=normalize_first,
     )
     layer.build((B, T, D), (B, 5, D) if cross else None)
     randomize(layer, seed=3)
@@ -252,7 +254,8 @@ class TinyLM:
         self.blocks = [
             SynthesizerDecoder(
                 intermediate_dim=32, num_heads=2, synthesizer=variant,
-                max_length=LENGTH, factorized_rank=3,
+                max_length=LENGTH,
+                synthesizer_options={"factorized_random": {"rank": 3}},
             )
             for _ in range(2)
         ]

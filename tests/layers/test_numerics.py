@@ -70,8 +70,12 @@ def make_layer(synthesizer, dtype="float32", seed=0, build=True, **kwargs):
     """A tiny layer with NumPy-drawn weights (biases and mixture included)."""
     layer = SynthesizerAttention(
         num_heads=H, key_dim=2, value_dim=3, synthesizer=synthesizer,
-        max_length=L, factorized_rank=2, dtype=dtype,
-        kernel_initializer="zeros", random_initializer="zeros", **kwargs)
+        max_length=L, dtype=dtype, kernel_initializer="zeros",
+        synthesizer_options={
+            "random": {"initializer": "zeros"},
+            "fixed_random": {"initializer": "zeros"},
+            "factorized_random": {"rank": 2, "initializer": "zeros"}},
+        **kwargs)
     if build:
         layer.build((B, T, D), (B, S, D))
         rng = np.random.default_rng(seed)

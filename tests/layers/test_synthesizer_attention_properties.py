@@ -26,7 +26,7 @@ otherwise see (the lifted key, where there is a spread), and the reference
 test draws half of its cases that way. `--hypothesis-show-statistics` shows the
 share of each kind. The number of random cases per test is set by
 `tests/conftest.py` (10 by default; `KERAS_SYNTH_HYPOTHESIS_EXAMPLES=2500`
-for the long search of README "Robustness").
+for the long search of docs/robustness.md).
 """
 
 import keras
@@ -49,6 +49,10 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore:You are using a softmax over axis")
 
 VARIANTS = synth_lib.VARIANTS
+# Random logits and factors all zero (options of the variants not in use
+# are ignored).
+ZERO_RANDOM_LOGITS = {name: {"initializer": "zeros"} for name in
+                      ("random", "fixed_random", "factorized_random")}
 BACKEND = keras.backend.backend()
 
 # Mixed policies keep logits and softmax in float32; the value path and the
@@ -133,13 +137,14 @@ def cases(draw, policies=tuple(POLICIES), nontrivial=False):
             st.one_of(st.none(), st.integers(1, 4),
                       st.just((2, 3)))
         ),
-        factorized_rank=draw(st.integers(1, 4)),
+        synthesizer_options={
+            "factorized_random": {"rank": draw(st.integers(1, 4))}},
         dtype=draw(st.sampled_from(policies)),
     )
     if draw(st.booleans()):
         a = draw(st.integers(1, max_length))
         b = draw(st.integers(-(-max_length // a), max_length + 1))
-        config["factorized_dense_sizes"] = (a, b)
+        config["synthesizer_options"]["factorized_dense"] = {"sizes": (a, b)}
     batch = draw(st.integers(shortest, 3))
     query_length = draw(st.integers(shortest, max_length))
     self_attention = draw(st.booleans())
@@ -249,7 +254,8 @@ def explicit_case(synthesizer, dtype="float32", return_scores=True,
         custom_mask[1, 2, 1] = False
     config = dict(num_heads=2, key_dim=3, value_dim=2,
                   synthesizer=synthesizer, max_length=6, use_bias=True,
-                  output_shape=None, factorized_rank=2, dtype=dtype)
+                  output_shape=None, dtype=dtype,
+                  synthesizer_options={"factorized_random": {"rank": 2}})
     call = dict(batch=B, query_shape=(B, T, 3),
                 value_shape=(B, S, 3), key_shape=(B, S, 4),
                 self_attention=self_attention, query_mask=query_mask,
@@ -318,8 +324,15 @@ def make_case(config, call):
     if call["key_shape"] is not None:
         key = (scale * rng.standard_normal(call["key_shape"])).astype(
             "float32")
+    options = {name: dict(config.get("synthesizer_options", {}).get(name, {}),
+                          initializer="zeros")
+               for name in ("random", "fixed_random", "factorized_random")}
+    options.update({key: value for key, value in
+                    config.get("synthesizer_options", {}).items()
+                    if key not in options})
     layer = SynthesizerAttention(
-        **config, kernel_initializer="zeros", random_initializer="zeros")
+        **dict(config, synthesizer_options=options),
+        kernel_initializer="zeros")
     layer.build(query.shape, value.shape,
                 None if key is None else key.shape)
     for weight in layer.weights:
@@ -542,7 +555,7 @@ def test_longer_than_max_length_is_a_clear_error(
                                  synthesizer=synthesizer,
                                  max_length=max_length,
                                  kernel_initializer="zeros",
-                                 random_initializer="zeros")
+                                 synthesizer_options=ZERO_RANDOM_LOGITS)
     long = max_length + extra
     query = np.ones((1, long if query_side else 1, 3), "float32")
     value = np.ones((1, 1 if query_side else long, 3), "float32")
@@ -560,7 +573,8 @@ def test_per_head_size_one_with_as_many_positions_as_heads(synthesizer):
     # key_dim or value_dim 1 was added along the sequence axis when T == H.
     config = dict(num_heads=2, key_dim=1, value_dim=1,
                   synthesizer=synthesizer, max_length=2, use_bias=True,
-                  output_shape=None, factorized_rank=1, dtype="float32")
+                  output_shape=None, dtype="float32",
+                  synthesizer_options={"factorized_random": {"rank": 1}})
     call = dict(batch=1, query_shape=(1, 2, 1), value_shape=(1, 2, 1),
                 return_scores=False,
                 key_shape=None, self_attention=False, query_mask=None,
@@ -582,7 +596,8 @@ def test_row_sum_tolerance_rejects_empty_rows(policy):
     and a row of zeros is rejected."""
     config = dict(num_heads=2, key_dim=4, value_dim=None,
                   synthesizer="dense", max_length=5, use_bias=True,
-                  output_shape=None, factorized_rank=1, dtype=policy)
+                  output_shape=None, dtype=policy,
+                  synthesizer_options={"factorized_random": {"rank": 1}})
     call = dict(batch=2, query_shape=(2, 4, 5), value_shape=(2, 5, 5),
                 key_shape=None, self_attention=False, query_mask=None,
                 value_mask=None, key_mask=None, attention_mask=None,

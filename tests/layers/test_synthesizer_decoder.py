@@ -16,6 +16,7 @@ from tests.layers import layer_harness as harness
 
 VARIANTS = list(harness.ALL_VARIANTS)
 B, T, S, D, HEADS, FFN, MAX_LEN, RANK = 2, 6, 5, 16, 2, 24, 8, 3
+RANK_OPTIONS = {"factorized_random": {"rank": RANK}}
 K = D // HEADS
 TOL = dict(atol=1e-5, rtol=1e-5)
 GRADIENT_CASES = {("random+dense", None), ("dense+vanilla", None),
@@ -39,7 +40,9 @@ def _decoder(variant, cross=None, normalize_first=False, **kwargs):
     layer = SynthesizerDecoder(
         intermediate_dim=FFN, num_heads=HEADS, synthesizer=variant,
         cross_attention_synthesizer=cross or "vanilla", max_length=MAX_LEN,
-        factorized_rank=RANK, normalize_first=normalize_first, **kwargs,
+        normalize_first=normalize_first,
+        synthesizer_options=kwargs.pop("synthesizer_options", RANK_OPTIONS),
+        **kwargs,
     )
     layer.build((B, T, D), (B, S, D) if cross else None)
     harness.randomize(layer, seed=2)
@@ -315,7 +318,8 @@ def test_call_errors():
 @pytest.mark.parametrize("variant, cross", [("random", None),
                                             ("dense+vanilla", "random")])
 def test_config_and_keras_round_trip(variant, cross, tmp_path):
-    block = _decoder(variant, cross=cross, random_initializer="he_normal")
+    block = _decoder(variant, cross=cross, synthesizer_options=dict(
+        RANK_OPTIONS, random={"initializer": "he_normal"}))
     config = block.get_config()
     assert config["synthesizer"] == variant
     assert config["cross_attention_synthesizer"] == (cross or "vanilla")
@@ -370,7 +374,7 @@ def test_layer_harness(variant, tmp_path):
     harness.run_layer_test(
         SynthesizerDecoder,
         dict(intermediate_dim=FFN, num_heads=HEADS, synthesizer=variant,
-             max_length=MAX_LEN, factorized_rank=RANK),
+             max_length=MAX_LEN, synthesizer_options=RANK_OPTIONS),
         (x,),
         call_kwargs={"decoder_padding_mask": padding},
         expected_output_shape=(B, T, D),

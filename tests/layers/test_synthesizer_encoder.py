@@ -16,6 +16,7 @@ from tests.layers import layer_harness as harness
 
 VARIANTS = list(harness.ALL_VARIANTS)
 B, T, D, HEADS, FFN, MAX_LEN, RANK = 2, 6, 16, 2, 24, 8, 3
+RANK_OPTIONS = {"factorized_random": {"rank": RANK}}
 K = D // HEADS
 TOL = dict(atol=1e-5, rtol=1e-5)
 GRADIENT_VARIANTS = {"fixed_random", "factorized_dense", "factorized_random",
@@ -29,8 +30,9 @@ def _np(x):
 def _encoder(variant, normalize_first=False, **kwargs):
     layer = SynthesizerEncoder(
         intermediate_dim=FFN, num_heads=HEADS, synthesizer=variant,
-        max_length=MAX_LEN, factorized_rank=RANK,
-        normalize_first=normalize_first, **kwargs,
+        max_length=MAX_LEN, normalize_first=normalize_first,
+        synthesizer_options=kwargs.pop("synthesizer_options", RANK_OPTIONS),
+        **kwargs,
     )
     layer.build((B, T, D))
     harness.randomize(layer)
@@ -246,7 +248,8 @@ def test_bad_arguments_raise_clear_errors():
 @pytest.mark.parametrize("variant", ["dense", "fixed_random",
                                      "factorized_random+vanilla"])
 def test_config_and_keras_round_trip(variant, tmp_path):
-    block = _encoder(variant, random_initializer="he_normal",
+    block = _encoder(variant, synthesizer_options=dict(
+                         RANK_OPTIONS, random={"initializer": "he_normal"}),
                      normalize_first=True)
     config = block.get_config()
     assert config["synthesizer"] == variant
@@ -291,7 +294,7 @@ def test_layer_harness(variant, tmp_path):
     harness.run_layer_test(
         SynthesizerEncoder,
         dict(intermediate_dim=FFN, num_heads=HEADS, synthesizer=variant,
-             max_length=MAX_LEN, factorized_rank=RANK),
+             max_length=MAX_LEN, synthesizer_options=RANK_OPTIONS),
         (x,),
         call_kwargs={"padding_mask": padding},
         expected_output_shape=(B, T, D),

@@ -116,7 +116,8 @@ def test_vanilla_equals_keras_hub_transformer_encoders():
 
 def test_config_round_trip():
     backbone = make_backbone("factorized_random", pooling="cls",
-                             num_segments=2, factorized_rank=3)
+                             num_segments=2,
+                             synthesizer_options={"rank": 3})
     restored = SynthesizerBackbone.from_config(backbone.get_config())
     restored.set_weights(backbone.get_weights())
     assert restored.get_config() == backbone.get_config()

@@ -288,7 +288,7 @@ def test_vanilla_equals_gpt2_backbone_and_generate():
 
 
 def test_config_round_trip():
-    backbone = _backbone("factorized_random", factorized_rank=2)
+    backbone = _backbone("factorized_random", synthesizer_options={"rank": 2})
     config = backbone.get_config()
     assert config["synthesizer"] == "factorized_random"
     restored = SynthesizerCausalLMBackbone.from_config(config)

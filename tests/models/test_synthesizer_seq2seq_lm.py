@@ -248,7 +248,8 @@ def test_max_length_beyond_backbone_is_an_error():
 
 
 def test_config_round_trip():
-    backbone = _backbone(("factorized_random", "random"), factorized_rank=2,
+    backbone = _backbone(("factorized_random", "random"),
+                         synthesizer_options={"rank": 2},
                          normalize_first=True)
     config = backbone.get_config()
     assert config["cross_attention_synthesizer"] == "random"

@@ -1,9 +1,10 @@
 """`--strategy=multi_worker` for real: two worker processes on 127.0.0.1.
 
 Each worker is a `python -m recipes.glue` process limited to one CPU thread,
-with a `TF_CONFIG` naming both (ports picked free at run time), as the
-README launches them. Every process is bounded in time and killed in
-teardown (`tests/recipes/cluster.py`). TensorFlow backend only.
+with a `TF_CONFIG` naming both (ports picked free at run time), as
+docs/recipes/multi_worker.md launches them. Every process is bounded in
+time and killed in teardown (`tests/recipes/cluster.py`). TensorFlow
+backend only.
 """
 
 import os

@@ -78,11 +78,11 @@ def blocked_shared_attention(synthesizers, weights, query_start, query_length,
         scale = None if weights is None else weights[:, i]
         args = (None, None, query_start, query_length, key_length)
         if synthesizer.bilinear:
-            left, right = synthesizer.factors(*args, scale=scale)
+            left, right = synthesizer.scaled_factors(*args, scale=scale)
             lefts.append(left)
             rights.append(right)
         else:
-            logits = synthesizer.logits(*args, scale=scale)
+            logits = synthesizer.scaled_logits(*args, scale=scale)
             plain = logits if plain is None else plain + logits
     tensors = []
     if lefts:

@@ -75,7 +75,7 @@ def _check_rank(arg, mask, rank):
         )
 
 
-def merge_masks(
+def attention_mask_arguments(
     inputs,
     padding_mask,
     attention_mask,

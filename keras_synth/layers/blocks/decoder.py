@@ -317,7 +317,7 @@ class SynthesizerDecoder(
         key_length = (
             ops.shape(self_attention_cache)[2] if has_self_cache else query_length
         )
-        self_masks = utils.merge_masks(
+        self_masks = utils.attention_mask_arguments(
             decoder_sequence,
             decoder_padding_mask,
             decoder_attention_mask,
@@ -355,7 +355,7 @@ class SynthesizerDecoder(
                 if cross_attention_cache is not None
                 else ops.shape(encoder_sequence)[1]
             )
-            cross_masks = utils.merge_masks(
+            cross_masks = utils.attention_mask_arguments(
                 encoder_sequence,
                 encoder_padding_mask,
                 encoder_attention_mask,

@@ -155,7 +155,7 @@ class SynthesizerEncoder(
         return_attention_scores=False,
     ):
         length = keras.ops.shape(inputs)[1]
-        masks = utils.merge_masks(
+        masks = utils.attention_mask_arguments(
             inputs, padding_mask, attention_mask, length, length
         )
         x, attention_scores = self._attention_sublayer(

@@ -58,6 +58,10 @@ class Synthesizer(keras.layers.Layer):
     bilinear = False
     # Whether the variant needs `max_length` (its logits are ℓ x ℓ at most).
     needs_max_length = True
+    # Whether `logits`/`factors` apply a mixture's per-head `scale`
+    # themselves (to their smallest tensor); else the mixture multiplies
+    # the logits (or the left factor) by it.
+    applies_scale = False
 
     def __init__(self, num_heads, key_dim, max_length, use_bias=True,
                  logits_dtype="float32", sublayer_kwargs=None, options=None,
@@ -192,9 +196,11 @@ class Synthesizer(keras.layers.Layer):
             query_length: `T`.
             key_length: `S`.
             scale: optional per-head factors `(H,)` (the mixture weights),
-                applied to the smallest tensor that the logits are linear
-                in (`scaled`), so that a mixture never rescales
-                `B x H x T x S` logits.
+                passed only to variants with `applies_scale = True`, which
+                apply them to the smallest tensor that the logits are
+                linear in (`scaled`), so that a mixture never rescales
+                `B x H x T x S` logits. Other variants get `None` and the
+                mixture scales their logits.
         """
         if self.bilinear:
             left, right = self.factors(
@@ -218,6 +224,25 @@ class Synthesizer(keras.layers.Layer):
         `c` and contracts them once. Arguments as in `logits`.
         """
         return None
+
+    def scaled_logits(self, query, key, query_start, query_length,
+                      key_length, scale=None):
+        """`logits(...)` times the per-head `scale` (a mixture's weights),
+        by the variant itself where it `applies_scale`."""
+        args = (query, key, query_start, query_length, key_length)
+        if scale is None or self.applies_scale:
+            return self.logits(*args, scale=scale)
+        return scaled(self.logits(*args), scale, -3)
+
+    def scaled_factors(self, query, key, query_start, query_length,
+                       key_length, scale=None):
+        """`factors(...)` with the left factor times the per-head `scale`,
+        by the variant itself where it `applies_scale`."""
+        args = (query, key, query_start, query_length, key_length)
+        if scale is None or self.applies_scale:
+            return self.factors(*args, scale=scale)
+        left, right = self.factors(*args)
+        return scaled(left, scale, -3), right
 
     # ---------------------------------------------------------------- cost
 
@@ -252,13 +277,14 @@ def batched_product(left, right):
     largest tensor (forward and backward).
     """
     batch_size = ops.shape(left if len(left.shape) == 4 else right)[0]
+    return ops.einsum("bntc,bncs->bnts", to_batch(left, batch_size),
+                      to_batch(right, batch_size))
 
-    def batched(factor):
-        if len(factor.shape) == 4:
-            return factor
-        return ops.broadcast_to(
-            ops.expand_dims(factor, 0),
-            (batch_size,) + tuple(ops.shape(factor)),
-        )
 
-    return ops.einsum("bntc,bncs->bnts", batched(left), batched(right))
+def to_batch(factor, batch_size):
+    """`factor` with a leading batch axis: `(H, ., .)` broadcast to
+    `(B, H, ., .)`, a `(B, H, ., .)` factor as it is."""
+    if len(factor.shape) == 4:
+        return factor
+    return ops.broadcast_to(
+        ops.expand_dims(factor, 0), (batch_size,) + tuple(ops.shape(factor)))

@@ -15,6 +15,7 @@ class DenseSynthesizer(Synthesizer):
     No options (the hidden width is the layer's `key_dim`).
     """
 
+    applies_scale = True
     bilinear = True
 
     def build(self, query_shape, key_shape):
@@ -40,8 +41,7 @@ class DenseSynthesizer(Synthesizer):
         return left, ops.concatenate([kernel, ops.expand_dims(bias, 1)], 1)
 
     def flops(self, batch_size, query_length, key_length, input_dim):
-        """The hidden projection and the `(k + 1) -> S` product."""
+        """The hidden projection and the `k -> S` product."""
         heads, k = self.num_heads, self.key_dim
         hidden = 2 * batch_size * query_length * input_dim * heads * k
-        return hidden + 2 * batch_size * heads * query_length * key_length * (
-            k + int(self.use_bias))
+        return hidden + 2 * batch_size * heads * query_length * key_length * k

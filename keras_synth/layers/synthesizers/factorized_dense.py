@@ -23,6 +23,7 @@ class FactorizedDenseSynthesizer(Synthesizer):
             `(ceil(sqrt(ℓ)), ceil(ℓ / a))`.
     """
 
+    applies_scale = True
     defaults = {"sizes": None}
 
     @classmethod
@@ -76,13 +77,13 @@ class FactorizedDenseSynthesizer(Synthesizer):
                                key_length)
 
     def flops(self, batch_size, query_length, key_length, input_dim):
-        """The hidden projection, the two factors and their expansions."""
+        """The hidden projection, the two factors and their `a x b` outer
+        product."""
         heads, k = self.num_heads, self.key_dim
         a, b = self.options["sizes"]
         rows = batch_size * heads * query_length
         return (2 * batch_size * query_length * input_dim * heads * k
-                + 2 * rows * k * (a + b)
-                + 2 * rows * key_length * (a + b) + rows * key_length)
+                + 2 * rows * k * (a + b) + rows * a * b)
 
 
 def factorized_rows(left, right, sizes, key_length):

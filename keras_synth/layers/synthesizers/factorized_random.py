@@ -21,6 +21,7 @@ class FactorizedRandomSynthesizer(Synthesizer):
             `RandomNormal(stddev=1.0)`.
     """
 
+    applies_scale = True
     batch_dependent = False
     bilinear = True
     defaults = {"rank": 8, "initializer": None}

@@ -11,6 +11,8 @@ factorized random) concatenate their factors and are contracted once: one
 
 from keras import ops
 
+from keras_synth.layers.synthesizers.base import to_batch
+
 
 def batch_size_of(tensors):
     """The batch size of the first `(B, H, ., .)` tensor; `None` if all are
@@ -45,9 +47,11 @@ def mixed_logits(synthesizers, weights, args, fast_paths=True):
     terms, factors = [], []
     for i, synthesizer in enumerate(synthesizers):
         if fuse and synthesizer.bilinear:
-            factors.append(synthesizer.factors(*args, scale=weights[:, i]))
+            factors.append(
+                synthesizer.scaled_factors(*args, scale=weights[:, i]))
         else:
-            terms.append(synthesizer.logits(*args, scale=weights[:, i]))
+            terms.append(
+                synthesizer.scaled_logits(*args, scale=weights[:, i]))
     if factors:
         terms.append(contract_factors(factors))
     batch_size = batch_size_of(terms)
@@ -87,15 +91,7 @@ def contract_factors(factors):
         right = ops.concatenate([p[1] for p in factors], axis=-2)
         return ops.einsum("ntc,ncs->nts", left, right)
 
-    def batched(factor):
-        if len(factor.shape) == 4:
-            return factor
-        return ops.broadcast_to(
-            ops.expand_dims(factor, 0),
-            (batch_size,) + tuple(ops.shape(factor)),
-        )
-
-    left = ops.concatenate([batched(p[0]) for p in factors], axis=-1)
-    right = ops.concatenate([batched(p[1]) for p in factors], axis=-2)
+    left = ops.concatenate([to_batch(p[0], batch_size) for p in factors], -1)
+    right = ops.concatenate([to_batch(p[1], batch_size) for p in factors], -2)
     # Batched over (b, n): the product comes out as (B, H, T, S).
     return ops.einsum("bntc,bncs->bnts", left, right)

@@ -19,6 +19,7 @@ class RandomSynthesizer(Synthesizer):
             `RandomNormal(stddev=1.0)`.
     """
 
+    applies_scale = True
     batch_dependent = False
     trainable_logits = True
     defaults = {"initializer": None}

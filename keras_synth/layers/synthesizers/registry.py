@@ -143,9 +143,10 @@ def split_options(variants, synthesizer_options):
 
     Accepts `None`, a mapping of options (`{"rank": 4}`: each option goes
     to every component that has it, and one that no component has is an
-    error), a mapping keyed by variant (`{"factorized_random": {"rank": 4}}`),
-    or both mixed (a variant's own mapping wins). Values are not checked
-    here (`Synthesizer.resolve_options` does).
+    error), a mapping keyed by variant (`{"factorized_random": {"rank": 4}}`;
+    entries of registered variants not in `variants` are ignored), or both
+    mixed (a variant's own mapping wins). Values are not checked here
+    (`Synthesizer.resolve_options` does).
     """
     if synthesizer_options is None:
         return {name: {} for name in variants}
@@ -168,12 +169,9 @@ def split_options(variants, synthesizer_options):
                 )
             continue
         if key in _REGISTRY:
-            raise ValueError(
-                f"Argument `synthesizer_options` gives options of variant "
-                f"{key!r}, which is not part of synthesizer="
-                f"{'+'.join(variants)!r}. Received: "
-                f"synthesizer_options={synthesizer_options!r}"
-            )
+            # Options of a variant not in use: ignored, so that one mapping
+            # serves a sweep over variants (and a decoder's two layers).
+            continue
         flat[key] = value
     for key, value in flat.items():
         owners = [name for name in variants

@@ -15,6 +15,7 @@ class VanillaSynthesizer(Synthesizer):
     biases). No options.
     """
 
+    applies_scale = True
     uses_keys = True
     bilinear = True
     needs_max_length = False
