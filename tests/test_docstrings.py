@@ -16,8 +16,9 @@ PACKAGES = (keras_synth.layers, keras_synth.models, keras_synth.samplers)
 MODULES = sorted(
     info.name
     for package in PACKAGES
-    for info in pkgutil.iter_modules(package.__path__,
-                                     package.__name__ + ".")
+    # Every module below the package, in its sub-packages too.
+    for info in pkgutil.walk_packages(package.__path__,
+                                      package.__name__ + ".")
     if not info.name.rsplit(".", 1)[-1].startswith("_")
 )
 
@@ -25,6 +26,14 @@ PUBLIC = [
     (package.__name__, name) for package in PACKAGES
     for name in package.__all__
 ]
+
+
+def test_modules_of_the_sub_packages_are_collected():
+    for name in ("keras_synth.layers.attention.synthesizer_attention",
+                 "keras_synth.layers.synthesizers.registry",
+                 "keras_synth.layers.blocks.encoder",
+                 "keras_synth.models.synthesizer_encoder.synthesizer_backbone"):
+        assert name in MODULES
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -44,6 +44,32 @@ class Synthesizer(keras.layers.Layer):
         options: this variant's options, already resolved
             (`resolve_options`); read them as `self.options[name]`.
         **kwargs: base layer arguments.
+
+    Example (docs/synthesizers.md explains each part):
+
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> from keras_synth.layers import SynthesizerAttention
+    >>> from keras_synth.layers import register_synthesizer
+    >>> @register_synthesizer("causal_decay_doc", override=True)
+    ... class CausalDecay(Synthesizer):
+    ...     # L_h[t, s] = -rate_h |t - s|, one learned rate per head.
+    ...     batch_dependent = False
+    ...     needs_max_length = False
+    ...     def build(self, query_shape, key_shape):
+    ...         self.rate = self.add_logit_weight(
+    ...             "rate", (self.num_heads,), "ones")
+    ...     def logits(self, query, key, query_start, query_length,
+    ...                key_length, scale=None):
+    ...         rows = ops.arange(query_length) + query_start
+    ...         distance = ops.abs(rows[:, None] - ops.arange(key_length))
+    ...         return -self.rate[:, None, None] * ops.cast(
+    ...             distance, self.logits_dtype)
+    >>> layer = SynthesizerAttention(num_heads=2, key_dim=4,
+    ...                              synthesizer="causal_decay_doc+vanilla")
+    >>> x = np.random.rand(2, 5, 8).astype("float32")
+    >>> tuple(layer(x, x).shape)
+    (2, 5, 8)
     """
 
     # Set by `register_synthesizer`: the name in `synthesizer="..."`.
