@@ -1,7 +1,6 @@
 """`SynthesizerByteTokenizer`: UTF-8 bytes after the reserved tokens, in
 Python and TensorFlow, config, `.keras` and preset round trips."""
 
-import doctest
 import os
 
 import keras
@@ -152,8 +151,3 @@ def test_in_a_tf_data_pipeline():
     # [CLS] h é(2 bytes) l l o [SEP], padded.
     assert keras.ops.convert_to_numpy(eager_x["token_ids"])[0].tolist() == (
         [1] + _expected("héllo") + [2])
-
-
-def test_docstring_example():
-    result = doctest.testmod(byte_tokenizer)
-    assert result.attempted > 0 and result.failed == 0
