@@ -10,7 +10,8 @@ all of the package's keras-hub classes are registered with Keras or none.
 Saved files still load after `import keras_synth` alone:
 
 - `register_stubs` registers, under each deferred class's Keras name
-  (`keras_synth>SynthesizerEncoder`, ...), a small stand-in whose
+  (`keras_synth>SynthesizerEncoder`, ..., and release 0.1.0's names that
+  `keras_synth.models.legacy_names` keeps), a small stand-in whose
   `from_config` imports the real classes and builds the real object: Keras'
   loaders (`keras.saving.load_model`, `deserialize_keras_object`) look the
   name up in the registry and call `from_config`. The real class replaces
@@ -32,48 +33,69 @@ import warnings
 
 import keras
 
-PACKAGE = "keras_synth"
 # The packages that import keras-hub, imported together by `load_all`.
 HEAVY_PACKAGES = (
     "keras_synth.layers.blocks",
     "keras_synth.samplers",
     "keras_synth.models",
 )
-# Every class of the heavy packages registered with Keras (as
-# `keras_synth>NAME`), and the module that defines it. A test checks that
-# this table lists all of them.
+# Every name under which the heavy packages register a class with Keras,
+# and that class (`module:Class`): the package's own names
+# (`keras_synth>NAME`) and release 0.1.0's names of two recipe classes
+# (`keras_synth.models.legacy_names`). A test checks that this table lists
+# all of them.
+_MODELS = "keras_synth.models."
 DEFERRED = {
-    "SynthesizerEncoder": "keras_synth.layers.blocks.encoder",
-    "SynthesizerDecoder": "keras_synth.layers.blocks.decoder",
-    "LengthPenaltyBeamSampler":
-        "keras_synth.samplers.length_penalty_beam_sampler",
-    "SmoothedSparseCategoricalCrossentropy": "keras_synth.models.losses",
-    "SynthesizerBackbone":
-        "keras_synth.models.synthesizer_encoder.synthesizer_backbone",
-    "SynthesizerTextClassifier":
-        "keras_synth.models.synthesizer_encoder.synthesizer_text_classifier",
-    "SynthesizerTextClassifierPreprocessor":
-        "keras_synth.models.synthesizer_encoder."
-        "synthesizer_text_classifier_preprocessor",
-    "SynthesizerCausalLMBackbone":
-        "keras_synth.models.synthesizer_causal_lm."
-        "synthesizer_causal_lm_backbone",
-    "SynthesizerCausalLM":
-        "keras_synth.models.synthesizer_causal_lm.synthesizer_causal_lm",
-    "SynthesizerCausalLMPreprocessor":
-        "keras_synth.models.synthesizer_causal_lm."
-        "synthesizer_causal_lm_preprocessor",
-    "SynthesizerSeq2SeqBackbone":
-        "keras_synth.models.synthesizer_seq2seq.synthesizer_seq2seq_backbone",
-    "SynthesizerSeq2SeqLM":
-        "keras_synth.models.synthesizer_seq2seq.synthesizer_seq2seq_lm",
-    "SynthesizerSeq2SeqLMPreprocessor":
-        "keras_synth.models.synthesizer_seq2seq."
-        "synthesizer_seq2seq_lm_preprocessor",
-    "SynthesizerTokenizer":
-        "keras_synth.models.tokenizers.synthesizer_tokenizer",
-    "SynthesizerCharTokenizer":
-        "keras_synth.models.tokenizers.synthesizer_char_tokenizer",
+    "keras_synth>SynthesizerEncoder":
+        "keras_synth.layers.blocks.encoder:SynthesizerEncoder",
+    "keras_synth>SynthesizerDecoder":
+        "keras_synth.layers.blocks.decoder:SynthesizerDecoder",
+    "keras_synth>LengthPenaltyBeamSampler":
+        "keras_synth.samplers.length_penalty_beam_sampler:"
+        "LengthPenaltyBeamSampler",
+    "keras_synth>SmoothedSparseCategoricalCrossentropy":
+        _MODELS + "losses:SmoothedSparseCategoricalCrossentropy",
+    "keras_synth>InverseSqrtSchedule":
+        _MODELS + "schedules:InverseSqrtSchedule",
+    "keras_synth>SynthesizerBackbone":
+        _MODELS + "synthesizer_encoder.synthesizer_backbone:"
+        "SynthesizerBackbone",
+    "keras_synth>SynthesizerTextClassifier":
+        _MODELS + "synthesizer_encoder.synthesizer_text_classifier:"
+        "SynthesizerTextClassifier",
+    "keras_synth>SynthesizerTextClassifierPreprocessor":
+        _MODELS + "synthesizer_encoder."
+        "synthesizer_text_classifier_preprocessor:"
+        "SynthesizerTextClassifierPreprocessor",
+    "keras_synth>SynthesizerCausalLMBackbone":
+        _MODELS + "synthesizer_causal_lm.synthesizer_causal_lm_backbone:"
+        "SynthesizerCausalLMBackbone",
+    "keras_synth>SynthesizerCausalLM":
+        _MODELS + "synthesizer_causal_lm.synthesizer_causal_lm:"
+        "SynthesizerCausalLM",
+    "keras_synth>SynthesizerCausalLMPreprocessor":
+        _MODELS + "synthesizer_causal_lm.synthesizer_causal_lm_preprocessor:"
+        "SynthesizerCausalLMPreprocessor",
+    "keras_synth>SynthesizerSeq2SeqBackbone":
+        _MODELS + "synthesizer_seq2seq.synthesizer_seq2seq_backbone:"
+        "SynthesizerSeq2SeqBackbone",
+    "keras_synth>SynthesizerSeq2SeqLM":
+        _MODELS + "synthesizer_seq2seq.synthesizer_seq2seq_lm:"
+        "SynthesizerSeq2SeqLM",
+    "keras_synth>SynthesizerSeq2SeqLMPreprocessor":
+        _MODELS + "synthesizer_seq2seq.synthesizer_seq2seq_lm_preprocessor:"
+        "SynthesizerSeq2SeqLMPreprocessor",
+    "keras_synth>SynthesizerTokenizer":
+        _MODELS + "tokenizers.synthesizer_tokenizer:SynthesizerTokenizer",
+    "keras_synth>SynthesizerCharTokenizer":
+        _MODELS + "tokenizers.synthesizer_char_tokenizer:"
+        "SynthesizerCharTokenizer",
+    "keras_synth>SynthesizerByteTokenizer":
+        _MODELS + "tokenizers.byte_tokenizer:SynthesizerByteTokenizer",
+    "recipes_lm>ByteTokenizer":
+        _MODELS + "tokenizers.byte_tokenizer:SynthesizerByteTokenizer",
+    "recipes.translate>InverseSqrtSchedule":
+        _MODELS + "schedules:InverseSqrtSchedule",
 }
 INSTALL_HINT = 'pip install "keras-synth[nlp]"'
 
@@ -132,38 +154,40 @@ def importing_keras_hub():
         _importing_keras_hub[0] = saved
 
 
-def real_class(name):
-    """The deferred class registered as `keras_synth>{name}` (imported)."""
+def real_class(registered_name):
+    """The deferred class registered as `registered_name` (imported)."""
     load_all()
-    return getattr(importlib.import_module(DEFERRED[name]), name)
+    module, _, name = DEFERRED[registered_name].partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
-def _make_stub(name):
+def _make_stub(registered_name):
     def from_config(cls, config):
-        return real_class(name).from_config(config)
+        return real_class(registered_name).from_config(config)
 
     def get_config(self):  # pragma: no cover - never instantiated
-        raise TypeError(f"{PACKAGE}>{name} is a stand-in; use the real class")
+        raise TypeError(f"{registered_name} is a stand-in; use the real "
+                        "class")
 
-    return type(name, (), {
-        "__doc__": f"Stand-in for `{DEFERRED[name]}.{name}` until it is "
-                   "imported: `from_config` imports it and builds the real "
-                   "object.",
+    target = DEFERRED[registered_name]
+    return type(target.rpartition(":")[2], (), {
+        "__doc__": f"Stand-in for `{target}` until it is imported: "
+                   "`from_config` imports it and builds the real object.",
         "__module__": __name__,
         "from_config": classmethod(from_config),
         "get_config": get_config,
-        "keras_synth_deferred": DEFERRED[name],
+        "keras_synth_deferred": target,
     })
 
 
 def register_stubs():
     """Registers a stand-in under each name of `DEFERRED` that has no class
     registered yet."""
-    for name in DEFERRED:
-        registered = f"{PACKAGE}>{name}"
-        if keras.saving.get_registered_object(registered) is None:
+    for registered_name in DEFERRED:
+        if keras.saving.get_registered_object(registered_name) is None:
+            package, _, name = registered_name.partition(">")
             keras.saving.register_keras_serializable(
-                package=PACKAGE, name=name)(_make_stub(name))
+                package=package, name=name)(_make_stub(registered_name))
 
 
 def _keras_hub_imported():

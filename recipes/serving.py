@@ -7,10 +7,19 @@ build with the tensorflow-text ops). `usage` describes an export; the
 recipes write it as `export/assets/README.md` (`write_export`) and into
 `results.json`.
 
+`save_preset` and `save_keras_model` write the other files a recipe
+leaves for loading with the package alone: a keras-hub preset folder, a
+`.keras` file.
+
 Pure Python (an export at a `gs://` path is written through
 `recipes.core.files`).
 """
 
+import os
+import shutil
+import tempfile
+
+from recipes.core import atomic
 from recipes.core import files
 
 NEEDS = ("tensorflow and tensorflow-text (same version as tensorflow): the "
@@ -78,14 +87,46 @@ def write_export(path, save, describe):
     Written to a temporary folder, then renamed: a kill while exporting
     never leaves a half-written SavedModel at `path`. Returns `path`.
     """
-    from recipes.core import run_directory
-
     def write(tmp):
         save(tmp)
         write_readme(tmp, describe("path/to/export"))
 
-    run_directory.atomic_write(path, write)
+    atomic.atomic_write(path, write)
     return path
 
 
-__all__ = ["NEEDS", "usage", "write_export", "write_readme"]
+def save_preset(path, model):
+    """Saves `model` (a keras-hub task, with its preprocessor) as a preset
+    folder at `path` (`model.save_to_preset`), replaced atomically.
+
+    keras-hub writes presets with local file operations: for a `path`
+    with a scheme (`gs://`), the preset is written to a local temporary
+    folder, then copied (`files.write_locally`). Returns `path`.
+    """
+    atomic.atomic_write(path, lambda tmp: files.write_locally(
+        tmp, model.save_to_preset))
+    return path
+
+
+def save_keras_model(path, model):
+    """Saves `model` as a `.keras` file at `path` (`model.save`), replaced
+    atomically; for a `path` with a scheme (`gs://`), saved to a local
+    temporary file, then copied. Returns `path`."""
+    def write(tmp):
+        if files.is_local(tmp):
+            model.save(tmp)
+            return
+        local = tempfile.mkdtemp(prefix="recipes-")
+        try:
+            saved = os.path.join(local, files.basename(tmp))
+            model.save(saved)
+            files.copy(saved, tmp)
+        finally:
+            shutil.rmtree(local, ignore_errors=True)
+
+    atomic.atomic_write(path, write)
+    return path
+
+
+__all__ = ["NEEDS", "save_keras_model", "save_preset", "usage",
+           "write_export", "write_readme"]

@@ -188,19 +188,16 @@ def test_deferred_table_lists_every_keras_hub_class():
 
     heavy = {}
     for name, obj in keras.saving.get_custom_objects().items():
-        package, _, class_name = name.partition(">")
         module = getattr(obj, "__module__", "")
-        if package == "keras_synth" and module.startswith(
-                _lazy.HEAVY_PACKAGES):
-            heavy[class_name] = module
+        if module.startswith(_lazy.HEAVY_PACKAGES):
+            heavy[name] = f"{module}:{obj.__name__}"
     assert heavy == _lazy.DEFERRED
     for name in _lazy.DEFERRED:
-        cls = _lazy.real_class(name)
-        assert keras.saving.get_registered_object(f"keras_synth>{name}") \
-            is cls
+        assert keras.saving.get_registered_object(name) is \
+            _lazy.real_class(name)
     # The lazy attributes resolve to the same classes.
     assert keras_synth.SynthesizerEncoder is SynthesizerEncoder
     assert keras_synth.layers.SynthesizerDecoder is _lazy.real_class(
-        "SynthesizerDecoder")
+        "keras_synth>SynthesizerDecoder")
     with pytest.raises(AttributeError, match="no attribute 'Nothing'"):
         keras_synth.layers.Nothing  # noqa: B018

@@ -20,10 +20,11 @@ of a whole-suite run registered from `recipes` are hidden), and checks:
   deserialized, gives the recipe's learning rates (Keras does not compile
   keras-hub tasks on load, so only this reads it).
 
-The two cases that need a class of `recipes` (`ByteTokenizer`,
-`InverseSqrtSchedule`) fail today and are marked `xfail(strict=True)`,
-raising `TypeError` for the missing class only; issue #27 moves the
-classes into the package and removes the mark.
+The two cases that name a class 0.1.0 registered in `recipes`
+(`recipes_lm>ByteTokenizer`, `recipes.translate>InverseSqrtSchedule`) load
+through the package's aliases of those names
+(`keras_synth.models.legacy_names`: `SynthesizerByteTokenizer`,
+`InverseSqrtSchedule`).
 """
 
 import json
@@ -43,10 +44,6 @@ FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "release_0_1_0"
 EXPECTED = json.loads((FIXTURES / "expected.json").read_text("utf-8"))
 SEED = 1234  # the maker's seed (fresh layers for the initializer check)
 
-RECIPE_CLASSES = pytest.mark.xfail(
-    strict=True, raises=TypeError,
-    reason="#27: ByteTokenizer and InverseSqrtSchedule move into the package")
-
 CASES = [
     "layer_dense",
     "layer_random",
@@ -60,9 +57,9 @@ CASES = [
     "decoder",
     "classifier_preset",
     "causal_lm_preset",
-    pytest.param("lm_recipe_byte_preset", marks=RECIPE_CLASSES),
+    "lm_recipe_byte_preset",
     "translate_recipe_model",
-    pytest.param("translate_recipe_optimizer", marks=RECIPE_CLASSES),
+    "translate_recipe_optimizer",
 ]
 CASE_NAMES = [c if isinstance(c, str) else c.values[0] for c in CASES]
 

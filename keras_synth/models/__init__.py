@@ -1,13 +1,13 @@
 """Synthesizer backbones, tasks, preprocessors and tokenizers in keras-hub's
 model API (`pip install "keras-synth[nlp]"`)."""
 
-# The encoder family first: the WordPiece tokenizer names the encoder
-# backbone, and the encoder family's preprocessor names the tokenizer; only
-# this order resolves that cycle.
-from keras_synth.models import synthesizer_encoder  # noqa: F401, I001
 from keras_synth import _lazy
+
+# Registers release 0.1.0's names of the byte tokenizer and the schedule.
+from keras_synth.models import legacy_names  # noqa: F401
 from keras_synth.models.generation_export import export_generator
 from keras_synth.models.losses import SmoothedSparseCategoricalCrossentropy
+from keras_synth.models.schedules import InverseSqrtSchedule
 from keras_synth.models.synthesizer_causal_lm import SynthesizerCausalLM
 from keras_synth.models.synthesizer_causal_lm import (
     SynthesizerCausalLMBackbone,
@@ -27,14 +27,17 @@ from keras_synth.models.synthesizer_seq2seq import (
     SynthesizerSeq2SeqLMPreprocessor,
 )
 from keras_synth.models.tokenizers import RESERVED_TOKENS
+from keras_synth.models.tokenizers import SynthesizerByteTokenizer
 from keras_synth.models.tokenizers import SynthesizerCharTokenizer
 from keras_synth.models.tokenizers import SynthesizerTokenizer
 from keras_synth.models.tokenizers import learn_wordpiece_vocabulary
 
 __all__ = [
+    "InverseSqrtSchedule",
     "RESERVED_TOKENS",
     "SmoothedSparseCategoricalCrossentropy",
     "SynthesizerBackbone",
+    "SynthesizerByteTokenizer",
     "SynthesizerCausalLM",
     "SynthesizerCausalLMBackbone",
     "SynthesizerCausalLMPreprocessor",

@@ -10,6 +10,7 @@ import argparse
 import importlib.util
 
 from recipes import cli
+from recipes.core import flags as core_flags
 
 VARIANTS = (
     "random",
@@ -212,11 +213,10 @@ def check_args(args):
         value = getattr(args, name)
         if value is not None and value < 1:
             raise SystemExit(f"--{name} must be positive, received {value}")
-    if args.hidden_dim % args.num_heads:
-        raise SystemExit(
-            f"--hidden_dim={args.hidden_dim} must be a multiple of "
-            f"--num_heads={args.num_heads}"
-        )
+    try:
+        core_flags.check_hidden_dim(args.hidden_dim, args.num_heads)
+    except ValueError as error:
+        raise SystemExit(str(error)) from None
     if args.memory_budget_gib <= 0:
         raise SystemExit("--memory_budget_gib must be positive, received "
                          f"{args.memory_budget_gib}")

@@ -9,8 +9,10 @@
   and on `gs://` and other `tf.io.gfile` file systems.
 - `data_files`: `DataError` and data-file checks.
 - `vocabulary`: WordPiece vocabularies (learned, read, saved).
-- `run_directory`: `RunDirectory`, atomic writes, JSON files and the
-  recovery of what a killed run left behind.
+- `atomic`: atomic writes, JSON files and the recovery of what a killed
+  write left behind.
+- `run_directory`: `RunDirectory` (configuration, backup, history,
+  results).
 - `training`: schedule, moving average, resumable epoch streams, steps
   timer, time budget, and the callbacks `Model.fit` gets
   (`assemble_callbacks`).

@@ -23,7 +23,7 @@ import csv
 import json
 
 from recipes.core import files
-from recipes.core.run_directory import atomic_write
+from recipes.core.atomic import atomic_write
 
 # The names Keras' BackupAndRestore reads in its backup folder.
 _BACKUP_WEIGHTS = "latest.weights.h5"

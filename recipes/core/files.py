@@ -9,7 +9,7 @@ those added by plug-ins). TensorFlow is imported only when a path with a
 scheme is met: importing this module, or using it on local paths, imports
 neither TensorFlow nor Keras.
 
-Atomic replacement. On a local disk `recipes.core.run_directory`'s
+Atomic replacement. On a local disk `recipes.core.atomic`'s
 `atomic_write` writes a file or folder at a temporary name next to its
 destination and renames it into place (`os.replace`, atomic on POSIX).
 Object stores have no atomic rename: `tf.io.gfile.rename` on `gs://` is a
@@ -27,7 +27,7 @@ contents. There the fallback is:
   the destination, then the sentinel and the temporary folder are deleted.
   A kill before the sentinel leaves the previous folder (the incomplete new
   one is removed at the restart); a kill after it leaves the sentinel, and
-  the restart (`run_directory.remove_temporary_files`, called when the run
+  the restart (`atomic.remove_temporary_files`, called when the run
   directory is opened) copies the complete new folder again before
   anything reads it.
 

@@ -197,6 +197,19 @@ def positive(name, value):
         )
 
 
+def check_hidden_dim(hidden_dim, num_heads):
+    """Raises a ValueError naming both flags unless `--hidden_dim` is a
+    multiple of `--num_heads` (each head gets `hidden_dim / num_heads`
+    features). The one check of the recipes; the models check their own
+    arguments (`keras_synth.models.SynthesizerBackbone`)."""
+    if hidden_dim % num_heads:
+        raise ValueError(
+            "Argument `--hidden_dim` must be a multiple of `--num_heads` "
+            "(each head gets hidden_dim / num_heads features). Received: "
+            f"--hidden_dim={hidden_dim}, --num_heads={num_heads}"
+        )
+
+
 def check_steps_per_execution(value):
     """Raises a ValueError unless `--steps_per_execution` is None (the
     default for the device) or a positive integer."""

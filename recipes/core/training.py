@@ -1,5 +1,6 @@
 """The training loop's parts: learning-rate schedule, moving average of
-the weights, gradient clipping after the all-reduce, resumable epoch
+the weights, gradient clipping after the all-reduce, the recipes' AdamW,
+resumable epoch
 streams, the steps timer and the time budget (the callbacks that save and
 resume are in `recipes.core.callbacks`)."""
 
@@ -99,6 +100,36 @@ def clipped_after_all_reduce(optimizer_class, global_clipnorm, **kwargs):
         f"{optimizer_class.__name__}ClippedAfterAllReduce")
     return ClippedAfterAllReduce(clipped_global_norm=global_clipnorm,
                                  **kwargs)
+
+
+# The variables AdamW leaves out of its weight decay (matched in their
+# names): biases and the layer normalizations' scale and offset.
+NO_WEIGHT_DECAY = ("bias", "gamma", "beta")
+
+
+def adamw(learning_rate, weight_decay, ema_momentum=None, global_clipnorm=1.0,
+          **kwargs):
+    """The GLUE and LM recipes' optimizer: `keras.optimizers.AdamW` with
+    `weight_decay` on every variable but biases and layer-normalization
+    scales and offsets (`NO_WEIGHT_DECAY`), the summed gradient clipped to
+    `global_clipnorm` after the all-reduce (`clipped_after_all_reduce`),
+    and a moving average of the weights with `ema_momentum`
+    (`ema_options`).
+
+    Args:
+        learning_rate: a float or a schedule.
+        weight_decay: float, AdamW's decoupled weight decay.
+        ema_momentum: float in (0, 1), or None for no moving average.
+        global_clipnorm: the largest global norm of the summed gradient.
+        **kwargs: more AdamW arguments (`beta_1`, `beta_2`, ...).
+    """
+    import keras
+
+    optimizer = clipped_after_all_reduce(
+        keras.optimizers.AdamW, global_clipnorm, learning_rate=learning_rate,
+        weight_decay=weight_decay, **ema_options(ema_momentum), **kwargs)
+    optimizer.exclude_from_weight_decay(var_names=list(NO_WEIGHT_DECAY))
+    return optimizer
 
 
 def _unique_rows(gradient):

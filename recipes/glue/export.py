@@ -6,7 +6,6 @@ import numpy as np
 from keras_synth.models import export_text_classifier
 from recipes import serving
 from recipes.core import files
-from recipes.core import run_directory
 
 
 def input_names(task):
@@ -39,15 +38,10 @@ def export_saved_model(path, model, preprocessor, task):
 
 def save_preset(path, model, preprocessor):
     """Saves `model` with `preprocessor` as a keras-hub preset directory
-    (`SynthesizerTextClassifier.from_preset(path)` takes raw strings).
-
-    keras-hub writes presets with local file operations: for a `path`
-    with a scheme (`gs://`), the preset is written to a local temporary
-    folder, then copied (`files.write_locally`)."""
+    (`SynthesizerTextClassifier.from_preset(path)` takes raw strings),
+    atomically, also at a `gs://` path (`serving.save_preset`)."""
     model.preprocessor = preprocessor
-    run_directory.atomic_write(path, lambda tmp: files.write_locally(
-        tmp, model.save_to_preset))
-    return path
+    return serving.save_preset(path, model)
 
 
 def export_usage(path, task):

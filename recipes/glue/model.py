@@ -160,11 +160,6 @@ def build_model(
         of the same inputs (same weights), returns the list of attention
         scores `(B, H, L, L)` (NumPy) of each block.
     """
-    if hidden_dim % num_heads:
-        raise ValueError(
-            f"Argument `--hidden_dim`={hidden_dim} must be divisible by "
-            f"`--num_heads`={num_heads}."
-        )
     if pooling not in ("mean", "cls"):
         raise ValueError(
             f"Unknown pooling {pooling!r} (argument `--pooling`). Expected "
@@ -198,25 +193,23 @@ def build_model(
 def compile_model(model, task, learning_rate, total_steps,
                   warmup_fraction=0.1, weight_decay=0.01, jit_compile=False,
                   ema_momentum=None, steps_per_execution=1):
-    """AdamW with warmup + cosine decay, the summed gradient clipped to a
-    global norm of 1 (`training.clipped_after_all_reduce`), and a moving
-    average of the weights with `ema_momentum`; cross-entropy or MSE
-    (STS-B); `steps_per_execution` training steps per call of the compiled
+    """The recipes' AdamW (`training.adamw`: the summed gradient clipped to
+    a global norm of 1, no decay of biases and norms, a moving average of
+    the weights with `ema_momentum`) with warmup + cosine decay;
+    cross-entropy, or the classifier's regression defaults (MSE, MAE) for
+    STS-B; `steps_per_execution` training steps per call of the compiled
     step."""
     schedule = training.learning_rate_schedule(
         learning_rate, total_steps, warmup_fraction
     )
     # The gradient of the global batch is clipped (after the all-reduce):
     # the same training on any number of replicas.
-    optimizer = training.clipped_after_all_reduce(
-        keras.optimizers.AdamW, 1.0,
-        learning_rate=schedule, weight_decay=weight_decay,
-        **training.ema_options(ema_momentum),
-    )
-    optimizer.exclude_from_weight_decay(var_names=["bias", "gamma", "beta"])
+    optimizer = training.adamw(schedule, weight_decay,
+                               ema_momentum=ema_momentum)
     if task.is_regression:
-        metrics = [keras.metrics.MeanAbsoluteError(name="mae")]
-        loss = keras.losses.MeanSquaredError()
+        # The classifier's own regression defaults (`num_classes=1`): mean
+        # squared error, mean absolute error as the metric.
+        loss = metrics = "auto"
     else:
         loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
         metrics = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]

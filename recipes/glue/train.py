@@ -91,6 +91,7 @@ def validate_args(args, check_options=True):
     for name in ("max_length", "num_layers", "hidden_dim", "num_heads",
                  "batch_size", "epochs", "learning_rate", "vocab_size"):
         flags.positive(name, getattr(args, name))
+    flags.check_hidden_dim(args.hidden_dim, args.num_heads)
     args.synthesizer_options = flags.synthesizer_options(
         args, max_length=args.max_length,
         check_values=check_options)

@@ -1,4 +1,5 @@
-"""The serving SavedModel: prompts in, generated text out."""
+"""The serving SavedModel (prompts in, generated text out) and the
+keras-hub preset."""
 
 from keras_synth.models import export_generator
 from recipes import serving
@@ -25,6 +26,15 @@ def export_saved_model(path, lm):
         path, lambda tmp: export_generator(lm, tmp), export_usage)
 
 
+def save_preset(path, lm):
+    """Saves `lm` with its preprocessor and tokenizer as a keras-hub preset
+    folder (`serving.save_preset`): with only the package installed,
+    `keras_synth.models.SynthesizerCausalLM.from_preset(path)` loads it and
+    generates from strings (every tokenizer of `--tokenizer` is the
+    package's)."""
+    return serving.save_preset(path, lm)
+
+
 def export_usage(path):
     """How to load and call the export at `path` (see `serving.usage`);
     also written as `<path>/assets/README.md`."""
@@ -38,4 +48,4 @@ def export_usage(path):
         'prompt=tf.constant(["ROMEO:"])')
 
 
-__all__ = ["SIGNATURE", "export_saved_model", "export_usage"]
+__all__ = ["SIGNATURE", "export_saved_model", "export_usage", "save_preset"]

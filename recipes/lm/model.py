@@ -63,19 +63,17 @@ def without_preprocessor(lm):
 
 
 def compile_lm(lm, args, total_steps, steps_per_execution=1):
-    """AdamW with linear warmup and cosine decay, the summed gradient
-    clipped to a global norm of 1 (`training.clipped_after_all_reduce`);
-    `steps_per_execution` training steps per call of the compiled step;
-    the sampler for `generate`."""
+    """The recipes' AdamW (`training.adamw`: the summed gradient clipped
+    to a global norm of 1, no decay of biases and norms) with linear warmup
+    and cosine decay; `steps_per_execution` training steps per call of the
+    compiled step; the sampler for `generate`."""
     schedule = training.learning_rate_schedule(
         args.learning_rate, total_steps, args.warmup_fraction)
     # The gradient of the global batch is clipped (after the all-reduce):
     # the same training on any number of replicas.
-    optimizer = training.clipped_after_all_reduce(
-        keras.optimizers.AdamW, 1.0,
-        learning_rate=schedule, weight_decay=args.weight_decay,
-        beta_1=0.9, beta_2=0.99, **training.ema_options(args.ema_momentum))
-    optimizer.exclude_from_weight_decay(var_names=["bias", "gamma", "beta"])
+    optimizer = training.adamw(schedule, args.weight_decay,
+                               ema_momentum=args.ema_momentum, beta_1=0.9,
+                               beta_2=0.99)
     lm.compile(
         optimizer=optimizer,
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),

@@ -1,12 +1,13 @@
-"""The recipe's tokenizers (`--tokenizer=char|byte|wordpiece`) and the
-encoding of whole splits to token ids."""
+"""The recipe's tokenizers (`--tokenizer=char|byte|wordpiece`: the
+package's `SynthesizerCharTokenizer`, `SynthesizerByteTokenizer` and
+`SynthesizerTokenizer`) and the encoding of whole splits to token ids."""
 
 import time
 
 import numpy as np
 import tensorflow as tf
 
-import keras
+from keras_synth.models import SynthesizerByteTokenizer
 from keras_synth.models import SynthesizerCharTokenizer
 from keras_synth.models import SynthesizerTokenizer
 from keras_synth.models import learn_wordpiece_vocabulary
@@ -14,93 +15,6 @@ from recipes.core import files
 from recipes.core import run_directory
 from recipes.core.vocabulary import load_vocabulary
 from recipes.lm.data import TOKENIZERS
-
-CHAR_RESERVED = ("[PAD]", "[CLS]", "[SEP]", "[UNK]")
-
-
-@keras.saving.register_keras_serializable(package="recipes_lm")
-class ByteTokenizer(SynthesizerCharTokenizer):
-    """UTF-8 bytes as tokens: id `4 + byte` after the reserved tokens
-    `[PAD]`, `[CLS]`, `[SEP]`, `[UNK]` (no byte is unknown).
-
-    Detokenization joins the bytes and decodes them as UTF-8, replacing an
-    invalid sequence (e.g. a character cut by a length limit) with U+FFFD.
-
-    Example:
-
-    >>> tokenizer = ByteTokenizer()
-    >>> [int(i) for i in tokenizer("é!")]
-    [199, 173, 37]
-    >>> tokenizer.detokenize([199, 173, 37])
-    'é!'
-    """
-
-    def __init__(self, vocabulary=None, **kwargs):
-        kwargs.pop("lowercase", None)
-        super().__init__(vocabulary=byte_vocabulary(), lowercase=False,
-                         **kwargs)
-        self.byte_table = None
-
-    def tokenize(self, inputs):
-        if not tf.executing_eagerly() or isinstance(inputs, tf.Tensor):
-            return self._bytes_tf(inputs)
-        if isinstance(inputs, (str, bytes)):
-            return np.array(self._bytes_python(inputs), self.compute_dtype)
-        return [self._bytes_python(text) for text in np.asarray(inputs)]
-
-    def _bytes_python(self, text):
-        if isinstance(text, np.ndarray):
-            text = text.item()
-        if isinstance(text, str):
-            text = text.encode("utf-8")
-        return [len(CHAR_RESERVED) + b for b in text]
-
-    def _bytes_tf(self, inputs):
-        if self.byte_table is None:
-            with tf.init_scope():
-                self.byte_table = tf.lookup.StaticHashTable(
-                    tf.lookup.KeyValueTensorInitializer(
-                        tf.constant([bytes([b]) for b in range(256)]),
-                        tf.range(len(CHAR_RESERVED), 256 + len(CHAR_RESERVED),
-                                 dtype=tf.int64)),
-                    default_value=self.oov_token_id)
-        inputs = tf.convert_to_tensor(inputs)
-        unbatched = inputs.shape.rank == 0
-        if unbatched:
-            inputs = inputs[tf.newaxis]
-        ids = tf.ragged.map_flat_values(self.byte_table.lookup,
-                                        tf.strings.bytes_split(inputs))
-        ids = tf.cast(ids, self.compute_dtype)
-        return ids[0] if unbatched else ids
-
-    def detokenize(self, inputs):
-        table = [b""] * len(CHAR_RESERVED) + [bytes([b]) for b in range(256)]
-        if not tf.executing_eagerly() or isinstance(
-                inputs, (tf.Tensor, tf.RaggedTensor)):
-            if not isinstance(inputs, tf.RaggedTensor):
-                inputs = tf.convert_to_tensor(inputs)
-            unbatched = inputs.shape.rank == 1
-            if unbatched:
-                inputs = inputs[tf.newaxis]
-            pieces = tf.gather(tf.constant(table), tf.cast(inputs, tf.int32))
-            text = tf.strings.unicode_transcode(
-                tf.strings.reduce_join(pieces, axis=-1), "UTF-8", "UTF-8",
-                errors="replace")
-            return text[0] if unbatched else text
-        inputs = np.asarray(keras.ops.convert_to_numpy(inputs)).tolist()
-        if not inputs or not isinstance(inputs[0], list):
-            return b"".join(table[int(i)] for i in inputs).decode(
-                "utf-8", "replace")
-        return [self.detokenize(ids) for ids in inputs]
-
-    def get_config(self):
-        config = super().get_config()
-        config.pop("vocabulary", None)
-        return config
-
-
-def byte_vocabulary():
-    return list(CHAR_RESERVED) + [chr(b) for b in range(256)]
 
 
 def make_tokenizer(kind, train_text=None, vocabulary=None, vocab_size=8000,
@@ -113,7 +27,7 @@ def make_tokenizer(kind, train_text=None, vocabulary=None, vocab_size=8000,
                 [train_text], lowercase=lowercase)
         return SynthesizerCharTokenizer(vocabulary, lowercase=lowercase)
     if kind == "byte":
-        return ByteTokenizer()
+        return SynthesizerByteTokenizer()
     if kind == "wordpiece":
         if vocabulary is None:
             vocabulary = learn_wordpiece_vocabulary(
@@ -191,6 +105,6 @@ def count_unknown(tokenizer, ids):
     return int(np.sum(np.asarray(ids) == tokenizer.token_to_id("[UNK]")))
 
 
-__all__ = ["ByteTokenizer", "count_unknown", "prepare_tokenizer",
+__all__ = ["count_unknown", "prepare_tokenizer",
            "encode_documents", "encode_stream", "make_tokenizer",
            "vocabulary_of"]

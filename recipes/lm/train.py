@@ -135,10 +135,7 @@ def validate_args(args, check_options=True):
         if getattr(args, name) is not None:
             flags.positive(name, getattr(args, name))
     flags.check_ema_momentum(args.ema_momentum)
-    if args.hidden_dim % args.num_heads:
-        raise ValueError(
-            f"Argument `--hidden_dim`={args.hidden_dim} must be a multiple "
-            f"of `--num_heads`={args.num_heads}.")
+    flags.check_hidden_dim(args.hidden_dim, args.num_heads)
     if not 0.0 <= args.dropout < 1.0:
         raise ValueError("Argument `--dropout` must be in [0, 1). "
                          f"Received: --dropout={args.dropout}")
@@ -273,9 +270,16 @@ def run(args, log=print):
         })
         return results
 
-    export = experiment.saved_model_export(
+    saved_model = experiment.saved_model_export(
         args, run_dir, export_lib.export_saved_model, export_lib.export_usage,
         "signature 'generate', strings in and out", log)
+
+    def export(lm):  # on the chief
+        results = saved_model(lm)
+        results["preset"] = export_lib.save_preset(run_dir.path("preset"), lm)
+        log(f"Saved a keras-hub preset to {results['preset']}")
+        return results
+
     return experiment.train_and_evaluate(
         args, run_dir, strategy, build, train_ds, steps_per_epoch, evaluate,
         export=export, describe=describe,

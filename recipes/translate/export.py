@@ -1,4 +1,5 @@
-"""The serving SavedModel: strings in, translations out."""
+"""The serving SavedModel (strings in, translations out) and the `.keras`
+model."""
 
 from keras_synth.models import export_generator
 from recipes import serving
@@ -35,6 +36,14 @@ def export_saved_model(path, lm):
         export_usage)
 
 
+def save_keras_model(path, lm):
+    """Saves `lm` (with its preprocessor) as a `.keras` file
+    (`serving.save_keras_model`): with only the package installed,
+    `keras.saving.load_model(path)` loads it and `generate` translates
+    strings."""
+    return serving.save_keras_model(path, lm)
+
+
 def export_usage(path):
     """How to load and call the export at `path` (see `serving.usage`);
     also written as `<path>/assets/README.md`."""
@@ -47,4 +56,5 @@ def export_usage(path):
         'source=tf.constant(["Ein kleiner Hund spielt im Park."])')
 
 
-__all__ = ["SIGNATURE", "export_saved_model", "export_usage"]
+__all__ = ["SIGNATURE", "export_saved_model", "export_usage",
+           "save_keras_model"]

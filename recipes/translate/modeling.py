@@ -12,6 +12,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
+from keras_synth.models import InverseSqrtSchedule
 from keras_synth.models import SmoothedSparseCategoricalCrossentropy
 from keras_synth.models import SynthesizerSeq2SeqBackbone
 from keras_synth.models import SynthesizerSeq2SeqLM
@@ -157,25 +158,6 @@ def build_lm(src_vocab_size, tgt_vocab_size, max_length, synthesizer,
         dropout=dropout, normalize_first=normalize_first,
         synthesizer_options=synthesizer_options)
     return SynthesizerSeq2SeqLM(backbone, preprocessor=None)
-
-
-@keras.saving.register_keras_serializable(package="recipes.translate")
-class InverseSqrtSchedule(keras.optimizers.schedules.LearningRateSchedule):
-    """The Transformer's schedule: linear warmup to `peak` over
-    `warmup_steps`, then decay as `peak * sqrt(warmup_steps / step)`."""
-
-    def __init__(self, peak, warmup_steps):
-        self.peak = float(peak)
-        self.warmup_steps = int(max(1, warmup_steps))
-
-    def __call__(self, step):
-        step = ops.cast(step, "float32") + 1.0
-        warmup = float(self.warmup_steps)
-        return self.peak * ops.minimum(step / warmup,
-                                       ops.sqrt(warmup / step))
-
-    def get_config(self):
-        return {"peak": self.peak, "warmup_steps": self.warmup_steps}
 
 
 def make_sampler(beam_size, length_penalty):

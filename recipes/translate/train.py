@@ -173,10 +173,7 @@ def validate_args(args, check_options=True):
         raise ValueError(f"Argument `--max_length` must be at least 3 "
                          f"([CLS], a token, [SEP]). Received: "
                          f"--max_length={args.max_length}")
-    if args.hidden_dim % args.num_heads:
-        raise ValueError(
-            f"Argument `--hidden_dim`={args.hidden_dim} must be a multiple "
-            f"of `--num_heads`={args.num_heads}.")
+    flags.check_hidden_dim(args.hidden_dim, args.num_heads)
     if args.length_penalty < 0:
         raise ValueError(f"Argument `--length_penalty` must be >= 0. "
                          f"Received: --length_penalty={args.length_penalty}")
@@ -382,9 +379,17 @@ def run(args, log=print):
             "hypotheses": hypothesis_files,
         }
 
-    export = experiment.saved_model_export(
+    saved_model = experiment.saved_model_export(
         args, run_dir, export_lib.export_saved_model, export_lib.export_usage,
         "signature 'translate', strings in and out", log)
+
+    def export(model):  # on the chief, the preprocessor attached
+        results = saved_model(model)
+        results["keras_model"] = export_lib.save_keras_model(
+            run_dir.path("model.keras"), model)
+        log(f"Saved the model to {results['keras_model']}")
+        return results
+
     return experiment.train_and_evaluate(
         args, run_dir, strategy, build, train_ds, steps_per_epoch, evaluate,
         export=export, describe=describe,

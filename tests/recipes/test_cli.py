@@ -181,7 +181,9 @@ FLAG_ERRORS = [
     ("lm", ["--sequence_length=0"],
      "Argument `--sequence_length` must be positive"),
     ("lm", ["--hidden_dim=30", "--num_heads=4"],
-     "Argument `--hidden_dim`=30 must be a multiple of `--num_heads`=4."),
+     "Argument `--hidden_dim` must be a multiple of `--num_heads` (each head "
+     "gets hidden_dim / num_heads features). Received: --hidden_dim=30, "
+     "--num_heads=4"),
     ("lm", ["--synthesizer=rnadom"], "Did you mean 'random'?"),
     ("translate", ["--src=de", "--tgt=en", "--label_smoothing=1"],
      "Argument `--label_smoothing` must be in [0, 1)"),
@@ -189,7 +191,9 @@ FLAG_ERRORS = [
                    "--cross_attention_synthesizer=dense+"],
      "Argument `--cross_attention_synthesizer`: Unknown variant ''"),
     ("benchmark", ["--hidden_dim=30"],
-     "--hidden_dim=30 must be a multiple of --num_heads=4"),
+     "Argument `--hidden_dim` must be a multiple of `--num_heads` (each head "
+     "gets hidden_dim / num_heads features). Received: --hidden_dim=30, "
+     "--num_heads=4"),
     ("benchmark", ["--backends=jaxx"], "Did you mean 'jax'?"),
     ("benchmark", ["--mode=generate", "--backends=torch_compile"],
      "--backends torch_compile times --mode train only"),

@@ -95,6 +95,39 @@ def test_build_model(synthesizer, task_name):
         2, 1)] == 0)
 
 
+@pytest.mark.parametrize("task_name", ["sst2", "stsb"])
+def test_compile_model_loss_and_metric(task_name):
+    """Cross-entropy and accuracy, or for STS-B the classifier's regression
+    defaults (mean squared error, mean absolute error), on logits."""
+    task = tasks.get_task(task_name)
+    model, _ = model_lib.build_model(
+        vocab_size=len(VOCAB), num_classes=task.num_classes,
+        num_segments=task.num_segments, sequence_length=12, hidden_dim=8,
+        num_layers=1, num_heads=2, dropout=0.0)
+    model_lib.compile_model(model, task, 1e-3, total_steps=10)
+    pre = model_lib.make_preprocessor(VOCAB, 12)
+    inputs = model_lib.pack(pre, tuple(
+        tf.constant(["the cat sat", "a dog", "the mat"])
+        for _ in range(task.num_segments)))
+    outputs = keras.ops.convert_to_numpy(model(inputs))
+    if task.is_regression:
+        labels = np.array([0.5, 3.0, 4.5], "float32")
+        errors = outputs[:, 0] - labels
+        expected = {"loss": np.mean(errors ** 2),
+                    "mae": np.mean(np.abs(errors))}
+    else:
+        labels = np.array([0, 1, 1], "int32")
+        shifted = outputs - outputs.max(-1, keepdims=True)
+        log_p = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+        expected = {"loss": -np.mean(log_p[np.arange(3), labels]),
+                    "accuracy": np.mean(outputs.argmax(-1) == labels)}
+    got = model.evaluate(inputs, labels, batch_size=3, verbose=0,
+                         return_dict=True)
+    assert sorted(got) == sorted(expected)
+    for key, value in expected.items():
+        np.testing.assert_allclose(got[key], value, rtol=1e-4, err_msg=key)
+
+
 @pytest.mark.parametrize("task_name", ["sst2", "mnli", "stsb"])
 def test_tfds_loading_with_mock_data(task_name):
     import tensorflow_datasets as tfds
@@ -277,7 +310,9 @@ def test_sentence_pairs_from_glue_tsv(tmp_path):
     (["--task=builtin", "--ema_momentum=1.5"],
      r"--ema_momentum.*\(0, 1\).*1\.5"),
     (["--task=builtin", "--hidden_dim=10", "--num_heads=4",
-      "--max_train_examples=32"], r"--hidden_dim.*divisible"),
+      "--max_train_examples=32"],
+     r"`--hidden_dim` must be a multiple of `--num_heads`.*"
+     r"--hidden_dim=10, --num_heads=4"),
     (["--task=builtin", "--steps_per_execution=0"],
      r"`--steps_per_execution` must be a positive integer\. Received: "
      r"--steps_per_execution=0"),

@@ -13,6 +13,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 # them may import Keras (which would fix its backend) or TensorFlow.
 LIGHT = [
     "recipes", "recipes.cli", "recipes.serving", "recipes.benchmark",
+    "recipes.core.atomic", "recipes.core.callbacks",
     "recipes.core.data_files", "recipes.core.files", "recipes.core.flags", "recipes.core.runtime",
     "recipes.core.run_directory", "recipes.core.training",
     "recipes.core.vocabulary",

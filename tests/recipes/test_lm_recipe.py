@@ -24,8 +24,12 @@ if keras.backend.backend() != "tensorflow":
 
 import tensorflow as tf  # noqa: E402
 
+from keras_synth.models import SynthesizerByteTokenizer  # noqa: E402
+from keras_synth.models import SynthesizerCausalLM  # noqa: E402
+from keras_synth.models import SynthesizerCharTokenizer  # noqa: E402
 from recipes.core import data_files  # noqa: E402
 from recipes.lm import data as data_lib  # noqa: E402
+from recipes.lm import evaluation  # noqa: E402
 from recipes.lm import model as model_lib  # noqa: E402
 from recipes.lm import tokenizers  # noqa: E402
 from recipes.lm import train as train_lib  # noqa: E402
@@ -50,6 +54,8 @@ def test_char_tokenizer_round_trip_and_unknown_characters():
 
 def test_byte_tokenizer_round_trip_in_python_and_tensorflow():
     tokenizer = tokenizers.make_tokenizer("byte")
+    # The package's byte tokenizer: what a preset names loads with it alone.
+    assert type(tokenizer) is SynthesizerByteTokenizer
     text = "Ça va — très bien, 東京!\n"
     ids = tokenizers.encode_stream(tokenizer, text)
     assert ids.tolist() == [4 + b for b in text.encode("utf-8")]
@@ -240,6 +246,23 @@ def test_end_to_end_interrupt_resume_evaluate_export(tmp_path):
     assert os.path.isfile(model_dir / "attention.png")
     saved = json.loads((model_dir / "results.json").read_text())
     assert saved["evaluation"]["valid"]["loss"] == valid["loss"]
+
+    # The keras-hub preset: the trained model with its tokenizer, naming
+    # only classes of the package (it loads with the wheel alone).
+    assert results["preset"] == str(model_dir / "preset")
+    for name in os.listdir(results["preset"]):
+        if name.endswith(".json"):
+            text = (model_dir / "preset" / name).read_text()
+            assert "recipes" not in text, name
+    preset = SynthesizerCausalLM.from_preset(results["preset"])
+    assert isinstance(preset.preprocessor.tokenizer, SynthesizerCharTokenizer)
+    args = train_lib.build_parser().parse_args(
+        TINY + [f"--model_dir={model_dir}"])
+    windows, weights = evaluation.encode_splits(
+        preset.preprocessor.tokenizer, {"valid": corpus["valid"]},
+        args)["valid"]["eval"]
+    total, scored = model_lib.evaluate(preset, windows, weights, 64)
+    np.testing.assert_allclose(total / scored, valid["loss"], rtol=1e-5)
 
     # The SavedModel: prompts in, text out.
     reloaded = tf.saved_model.load(str(model_dir / "export"))

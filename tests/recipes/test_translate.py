@@ -1,11 +1,13 @@
 """The translation recipe on TensorFlow: its preprocessor and features
 over `keras_synth.models.SynthesizerSeq2SeqLM`, the schedule, batched
 translation, tensorflow_datasets under mock_data, and a tiny end-to-end run
-(train, resume, decode, score, export, reload). The model, the cached
-searches and the loss are tested in tests/models and tests/samplers."""
+(train, resume, decode, score, export, reload the SavedModel and the
+`.keras` model). The model, the cached searches and the loss are tested in
+tests/models and tests/samplers."""
 
 import json
 import os
+import zipfile
 
 import keras
 import pytest
@@ -20,6 +22,8 @@ if keras.backend.backend() != "tensorflow":
 
 import tensorflow as tf  # noqa: E402
 
+from keras_synth.models import InverseSqrtSchedule  # noqa: E402
+from keras_synth.models import SynthesizerSeq2SeqLM  # noqa: E402
 from recipes.core import run_directory  # noqa: E402
 from recipes.core import vocabulary  # noqa: E402
 from recipes.translate import data as data_lib  # noqa: E402
@@ -85,8 +89,16 @@ def test_encode_corpus_drops_long_pairs_and_counts_them():
     assert static[0]["decoder_token_ids"].shape == (2, 4)
 
 
-def test_inverse_sqrt_schedule():
-    schedule = modeling.InverseSqrtSchedule(1e-3, warmup_steps=100)
+def test_compile_lm_uses_the_package_schedule():
+    lm = modeling.build_lm(len(VOCAB), len(VOCAB), 8, "random",
+                           hidden_dim=8, num_layers=1, num_heads=2)
+    modeling.compile_lm(lm, 1e-3, warmup_steps=100)
+    config = lm.optimizer.get_config()["learning_rate"]
+    # A saved model names the package's class (it loads with the wheel).
+    assert config["registered_name"] == "keras_synth>InverseSqrtSchedule"
+    assert config["config"] == {"peak": 1e-3, "warmup_steps": 100}
+    schedule = keras.optimizers.schedules.deserialize(config)
+    assert isinstance(schedule, InverseSqrtSchedule)
     assert float(schedule(49)) == pytest.approx(5e-4)
     assert float(schedule(99)) == pytest.approx(1e-3)
     assert float(schedule(399)) == pytest.approx(5e-4)
@@ -192,6 +204,18 @@ def test_end_to_end_train_resume_decode_score_export(tmp_path):
     assert any(exported[:6]), exported
     with open(os.path.join(results["export"], "assets", "README.md")) as f:
         assert "signatures['translate']" in f.read()
+
+    # The `.keras` model: the trained weights with the preprocessor, naming
+    # only classes of the package (it loads with the wheel alone).
+    assert results["keras_model"] == os.path.join(model_dir, "model.keras")
+    with zipfile.ZipFile(results["keras_model"]) as archive:
+        config = archive.read("config.json").decode()
+    assert "keras_synth>InverseSqrtSchedule" in config
+    assert "recipes" not in config
+    loaded = keras.saving.load_model(results["keras_model"])
+    assert isinstance(loaded, SynthesizerSeq2SeqLM)
+    modeling.compile_lm(loaded, 3e-3, 10, beam_size=2)  # the run's sampler
+    assert modeling.translate(loaded, sources, batch_size=4)[0] == expected
 
 
 def _assert_scores(results, split, hypotheses, references):

@@ -1,13 +1,12 @@
 """`SynthesizerBackbone`: a Transformer encoder of `SynthesizerEncoder` blocks."""
 
-import os
-
 import keras
 from keras_synth._hub import keras_hub
 
 from keras_synth.layers import SynthesizerEncoder
 from keras_synth.models.backbone_utils import ConfigAttributesMixin
 from keras_synth.models.backbone_utils import synthesizer_options_argument
+from keras_synth.models.preset_utils import check_local_preset
 
 POOLINGS = ("mean", "cls")
 
@@ -243,33 +242,4 @@ def check_backbone_args(pooling, **sizes):
         raise ValueError(
             f"Argument `pooling` must be one of {POOLINGS}. Received: "
             f"pooling={pooling!r}"
-        )
-
-
-def check_local_preset(preset):
-    """Clear errors for a preset given as a local path that is not a preset
-    directory (keras-hub would report an unknown preset identifier).
-
-    Raises:
-        FileNotFoundError: `preset` looks like a path but does not exist,
-            or is not a folder with a `config.json`.
-    """
-    if not isinstance(preset, str) or "://" in preset:
-        return
-    looks_like_path = (os.sep in preset or preset.startswith((".", "~"))
-                       or os.path.exists(preset))
-    if not looks_like_path:
-        return  # a built-in preset name: keras-hub's business
-    path = os.path.expanduser(preset)
-    if not os.path.isdir(path):
-        raise FileNotFoundError(
-            f"Argument `preset`: no preset directory at {preset!r}. Expected "
-            "a folder written by `save_to_preset` (or a keras-hub preset "
-            "handle such as 'kaggle://...' or 'hf://...')."
-        )
-    if not os.path.isfile(os.path.join(path, "config.json")):
-        raise FileNotFoundError(
-            f"Argument `preset`: {preset!r} is not a preset directory (it "
-            "has no config.json). Expected a folder written by "
-            "`save_to_preset`."
         )

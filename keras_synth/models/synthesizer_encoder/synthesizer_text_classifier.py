@@ -4,7 +4,7 @@ import keras
 from keras_synth._hub import keras_hub
 
 from keras_synth.models.synthesizer_encoder.synthesizer_backbone import SynthesizerBackbone
-from keras_synth.models.synthesizer_encoder.synthesizer_backbone import check_local_preset
+from keras_synth.models.preset_utils import check_local_preset
 from keras_synth.models.synthesizer_encoder.synthesizer_text_classifier_preprocessor import (
     SynthesizerTextClassifierPreprocessor,
 )

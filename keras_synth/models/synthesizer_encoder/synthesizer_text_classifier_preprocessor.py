@@ -4,8 +4,14 @@ import keras
 from keras_synth._hub import keras_hub
 
 from keras_synth.models.synthesizer_encoder.synthesizer_backbone import SynthesizerBackbone
-from keras_synth.models.synthesizer_encoder.synthesizer_backbone import check_local_preset
+from keras_synth.models.preset_utils import check_local_preset
 from keras_synth.models.tokenizers.synthesizer_tokenizer import SynthesizerTokenizer
+
+# keras-hub finds the tokenizer of an encoder preset
+# (`keras_hub.tokenizers.Tokenizer.from_preset`) by its `backbone_cls`. Set
+# here, where the encoder family meets the tokenizers it uses: the tokenizers
+# do not import the model families.
+SynthesizerTokenizer.backbone_cls = SynthesizerBackbone
 
 
 @keras.saving.register_keras_serializable(package="keras_synth")

@@ -1,6 +1,9 @@
-"""Tokenizers shared by the model families: WordPiece and character level,
-and learning a WordPiece vocabulary."""
+"""Tokenizers shared by the model families: WordPiece, character and byte
+level, and learning a WordPiece vocabulary."""
 
+from keras_synth.models.tokenizers.byte_tokenizer import (
+    SynthesizerByteTokenizer,
+)
 from keras_synth.models.tokenizers.synthesizer_char_tokenizer import (
     SynthesizerCharTokenizer,
 )
@@ -14,6 +17,7 @@ from keras_synth.models.tokenizers.wordpiece_vocabulary import (
 
 __all__ = [
     "RESERVED_TOKENS",
+    "SynthesizerByteTokenizer",
     "SynthesizerCharTokenizer",
     "SynthesizerTokenizer",
     "learn_wordpiece_vocabulary",

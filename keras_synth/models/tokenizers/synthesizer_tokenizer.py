@@ -6,8 +6,7 @@ import re
 import keras
 from keras_synth._hub import keras_hub
 
-from keras_synth.models.synthesizer_encoder.synthesizer_backbone import SynthesizerBackbone
-from keras_synth.models.synthesizer_encoder.synthesizer_backbone import check_local_preset
+from keras_synth.models.preset_utils import check_local_preset
 
 RESERVED_TOKENS = ("[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]")
 
@@ -64,7 +63,10 @@ class SynthesizerTokenizer(keras_hub.tokenizers.WordPieceTokenizer):
     'the plot is dull.'
     """
 
-    backbone_cls = SynthesizerBackbone
+    # `backbone_cls` (keras-hub's `from_preset` looks the tokenizer of an
+    # encoder preset up by it) is set to `SynthesizerBackbone` by the encoder
+    # family (`synthesizer_text_classifier_preprocessor`): the model families
+    # import the tokenizers, never the reverse.
 
     def __init__(self, vocabulary=None, lowercase=True,
                  join_punctuation=False, **kwargs):

@@ -56,3 +56,14 @@ def test_static_shapes_with_jit_compile_or_tpu():
     assert not flags.static_shapes(args(strategy="mirrored"))
     assert flags.static_shapes(args(jit_compile=True))
     assert flags.static_shapes(args(strategy="tpu"))
+
+
+def test_hidden_dim_must_be_a_multiple_of_num_heads():
+    flags.check_hidden_dim(12, 4)
+    flags.check_hidden_dim(8, 8)
+    with pytest.raises(ValueError, match=r"`--hidden_dim` must be a "
+                       r"multiple of `--num_heads`.*Received: "
+                       r"--hidden_dim=10, --num_heads=4"):
+        flags.check_hidden_dim(10, 4)
+    with pytest.raises(ValueError, match=r"--hidden_dim=2, --num_heads=4"):
+        flags.check_hidden_dim(2, 4)

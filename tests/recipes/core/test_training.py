@@ -69,6 +69,32 @@ def test_clipped_after_all_reduce_refuses_bad_arguments():
 
 
 @requires_tensorflow
+def test_adamw_decays_weights_but_not_biases_and_norms():
+    import keras
+    import numpy as np
+
+    dense = keras.layers.Dense(2)
+    norm = keras.layers.LayerNormalization()
+    norm(dense(np.ones((1, 3), "float32")))
+    variables = dense.trainable_variables + norm.trainable_variables
+    for variable in variables:
+        variable.assign(np.full(variable.shape, 2.0, "float32"))
+    optimizer = training.adamw(0.1, 0.5, ema_momentum=0.9, beta_2=0.98)
+    # A zero gradient: only the decoupled weight decay moves a variable,
+    # by learning_rate x weight_decay x value (here 0.1 x 0.5 x 2).
+    optimizer.apply([keras.ops.zeros_like(v) for v in variables], variables)
+    moved = {v.path.split("/")[-1]: float(np.max(np.abs(
+        keras.ops.convert_to_numpy(v) - 2.0))) for v in variables}
+    assert moved == pytest.approx({"kernel": 0.1, "bias": 0.0,
+                                   "gamma": 0.0, "beta": 0.0})
+    config = optimizer.get_config()
+    assert config["clipped_global_norm"] == 1.0
+    assert (config["weight_decay"], config["beta_2"], config["use_ema"],
+            config["ema_momentum"]) == (0.5, 0.98, True, 0.9)
+    assert isinstance(optimizer, keras.optimizers.AdamW)
+
+
+@requires_tensorflow
 @pytest.mark.parametrize("steps_per_execution", [1, 3])
 def test_steps_timer_counts_steps_not_calls(tmp_path, steps_per_execution):
     import keras
