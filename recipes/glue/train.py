@@ -8,20 +8,33 @@ Examples:
     # GLUE's TSV files, two GPUs:
     python -m recipes.glue --task=sst2 --data_dir=glue_data \
         --synthesizer=dense --strategy=mirrored --mixed_precision=bfloat16
+
+    # Fine-tune a pretrained backbone (recipes.pretrain's preset):
+    python -m recipes.glue --task=sst2 --data_dir=glue_data \
+        --preset=runs/pretrain/mlm-files-random_vanilla/preset
 """
 
+import json
 import os
 import time
 
 from recipes import cli
 from recipes.core import experiment
 from recipes.core import flags
+from recipes.core import presets
 from recipes.core import runtime
 from recipes.core import vocabulary
 from recipes.glue import metrics as metrics_lib
 from recipes.glue import tasks as tasks_lib
 
 PROG = "python -m recipes.glue"
+# The architecture flags: a preset decides them (`presets.resolve_flags`);
+# these are their defaults without one.
+MODEL_DEFAULTS = {"synthesizer": "random+vanilla", "num_layers": 2,
+                  "hidden_dim": 128, "num_heads": 4, "intermediate_dim": None,
+                  "synthesizer_options": None, "max_length": 128,
+                  "vocab_size": 8000, "lowercase": True, "pooling": "mean"}
+PRESET_BACKBONES = ("SynthesizerBackbone",)
 
 
 def build_parser():
@@ -71,10 +84,73 @@ def build_parser():
                        action="store_false",
                        help="Keep case in the WordPiece tokenizer (by "
                        "default text is lowercased).")
+    group.add_argument(
+        "--preset", default=None,
+        help="Fine-tune from a keras-hub preset folder holding a "
+        "SynthesizerBackbone (recipes.pretrain's <model_dir>/preset, a "
+        "SynthesizerMaskedLM or SynthesizerTextClassifier preset): its "
+        "backbone weights, WordPiece vocabulary and architecture (a model "
+        "flag that contradicts it is an error); the head is new. "
+        "--max_length may be shorter than the preset's.")
     flags.add_common_flags(parser,
                             model_dir_default="runs/glue/<task>-<variant>")
     flags.add_output_switches(parser.add_argument_group("outputs"))
+    presets.defer_defaults(parser, MODEL_DEFAULTS)
     return parser
+
+
+def apply_preset(args, task):
+    """Fills the architecture flags from `--preset` (or the defaults);
+    ValueError on a flag that contradicts the preset."""
+    preset = None
+    if isinstance(args.synthesizer_options, str):  # compared as a dict
+        try:
+            parsed = json.loads(args.synthesizer_options)
+        except ValueError:
+            parsed = None  # reported by `flags.synthesizer_options`
+        if isinstance(parsed, dict):
+            args.synthesizer_options = parsed
+    if args.synthesizer is not None:
+        args.synthesizer = flags.canonical_synthesizer("synthesizer",
+                                                        args.synthesizer)
+    table = {}
+    if args.preset:
+        preset = presets.read_preset(args.preset, PRESET_BACKBONES, PROG)
+        if args.vocab_file:
+            raise ValueError(
+                f"Argument `--vocab_file`={args.vocab_file}: the preset "
+                f"{args.preset} brings its own vocabulary ("
+                f"{presets.VOCABULARY_ASSET}); leave --vocab_file out.")
+        config = preset.backbone
+        table = {
+            "synthesizer": config["synthesizer"],
+            "num_layers": config["num_layers"],
+            "hidden_dim": config["hidden_dim"],
+            "num_heads": config["num_heads"],
+            "intermediate_dim": config["intermediate_dim"],
+            "synthesizer_options": config.get("synthesizer_options"),
+            "vocab_size": len(preset.vocabulary),
+            "lowercase": preset.tokenizer.get("lowercase", True),
+        }
+        if args.max_length is not None and (
+                args.max_length > config["max_sequence_length"]):
+            raise ValueError(
+                f"Argument `--max_length`={args.max_length} exceeds the "
+                f"preset {args.preset}'s max_sequence_length="
+                f"{config['max_sequence_length']} (its position embeddings "
+                "and synthesizers); pass at most that.")
+        if task.num_segments > config.get("num_segments", 1):
+            raise ValueError(
+                f"Task {task.name} packs {task.num_segments} segments; the "
+                f"preset {args.preset}'s backbone embeds num_segments="
+                f"{config.get('num_segments', 1)}. Pretrain with "
+                f"--num_segments={task.num_segments}.")
+        defaults = dict(MODEL_DEFAULTS,
+                        max_length=config["max_sequence_length"],
+                        pooling=config.get("pooling", "mean"))
+    else:
+        defaults = MODEL_DEFAULTS
+    presets.resolve_flags(args, preset, table, defaults)
 
 
 def validate_args(args, check_options=True):
@@ -86,8 +162,7 @@ def validate_args(args, check_options=True):
     """
     task = tasks_lib.get_task(args.task)
     args.task = task.name
-    args.synthesizer = flags.canonical_synthesizer("synthesizer",
-                                                    args.synthesizer)
+    apply_preset(args, task)
     for name in ("max_length", "num_layers", "hidden_dim", "num_heads",
                  "batch_size", "epochs", "learning_rate", "vocab_size"):
         flags.positive(name, getattr(args, name))
@@ -160,7 +235,9 @@ def run(args, log=print):
         vocab = vocabulary.prepare_vocabulary(
             run_dir,
             lambda: [text for example in train.texts for text in example],
-            vocab_file=args.vocab_file,
+            vocab_file=(presets.read_preset(
+                args.preset, PRESET_BACKBONES, PROG).vocabulary_path
+                if args.preset else args.vocab_file),
             vocab_size=args.vocab_size,
             lowercase=args.lowercase,
             log=log,
@@ -192,6 +269,7 @@ def run(args, log=print):
 
     def build():
         model, built["probe"] = model_lib.build_model(
+            preset=args.preset,
             vocab_size=len(vocab),
             num_classes=task.num_classes,
             num_segments=task.num_segments,
@@ -215,7 +293,9 @@ def run(args, log=print):
         return model
 
     def describe(parameters):
-        return (f"Model: SynthesizerTextClassifier, {args.num_layers} x "
+        return (f"Model: SynthesizerTextClassifier"
+                + (f" from the preset {args.preset}" if args.preset else "")
+                + f", {args.num_layers} x "
                 f"SynthesizerEncoder({args.synthesizer!r}), width "
                 f"{args.hidden_dim}, {args.num_heads} heads, max_length "
                 f"{args.max_length}: {parameters:,} trainable parameters.")

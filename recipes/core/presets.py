@@ -1,0 +1,139 @@
+"""Fine-tuning from a keras-hub preset folder (`--preset`): what the preset
+holds, read from its JSON files before TensorFlow is imported, and the
+flags it decides.
+
+A recipe's architecture flags default to None; `resolve_flags` gives each
+the preset's value (or, without a preset, the recipe's default), and a flag
+the user set to another value than the preset's is an error that names
+both: the preset's weights only fit its own architecture.
+"""
+
+import json
+
+from recipes.core import files
+from recipes.core.data_files import DataError
+
+VOCABULARY_ASSET = "assets/tokenizer/vocabulary.txt"
+
+
+class Preset:
+    """What `read_preset` found: `path`, `backbone_class` (the class name
+    in `config.json`), `backbone` (its config), `tokenizer` (the tokenizer
+    config, or None), `vocabulary` (the tokenizer's tokens, or None),
+    `vocabulary_path` and `task_class` (`task.json`'s class, or None)."""
+
+    def __init__(self, path, backbone_class, backbone, tokenizer, vocabulary,
+                 vocabulary_path, task_class):
+        self.path = path
+        self.backbone_class = backbone_class
+        self.backbone = backbone
+        self.tokenizer = tokenizer
+        self.vocabulary = vocabulary
+        self.vocabulary_path = vocabulary_path
+        self.task_class = task_class
+
+
+def _read_json(path, what):
+    if not files.isfile(path):
+        raise DataError(f"Argument `--preset`: expected {what} at {path}; no "
+                        "such file (a keras-hub preset folder, as "
+                        "`save_to_preset` writes it).")
+    try:
+        with files.open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise DataError(f"Argument `--preset`: {path} is not valid JSON "
+                        f"({error}).") from None
+
+
+def read_preset(path, backbone_classes, recipe):
+    """Reads the preset folder `path` (local or `gs://`).
+
+    Args:
+        backbone_classes: the backbone class names the recipe fine-tunes.
+        recipe: the recipe's name, for the messages.
+
+    Raises:
+        DataError: not a preset folder, a backbone of another kind, or a
+            WordPiece tokenizer without its vocabulary; the message names
+            the file and what was expected.
+    """
+    if not files.isdir(path):
+        raise DataError(f"Argument `--preset`: {path} is not a folder; "
+                        "expected a keras-hub preset folder (e.g. "
+                        "<model_dir>/preset of recipes.pretrain).")
+    config = _read_json(files.join(path, "config.json"),
+                        "the backbone's config.json")
+    backbone_class = config.get("class_name")
+    if backbone_class not in backbone_classes:
+        raise DataError(
+            f"Argument `--preset`: {path} holds a {backbone_class}; "
+            f"{recipe} fine-tunes a {' or '.join(backbone_classes)} "
+            f"(config.json's class_name).")
+    task_class = None
+    if files.isfile(files.join(path, "task.json")):
+        task_class = _read_json(files.join(path, "task.json"),
+                                "task.json").get("class_name")
+    tokenizer = vocabulary = vocabulary_path = None
+    if files.isfile(files.join(path, "tokenizer.json")):
+        tokenizer = _read_json(files.join(path, "tokenizer.json"),
+                               "tokenizer.json")
+    if tokenizer is None or tokenizer.get("class_name") != (
+            "SynthesizerTokenizer"):
+        found = tokenizer.get("class_name") if tokenizer else "none"
+        raise DataError(
+            f"Argument `--preset`: {path} has no WordPiece "
+            f"SynthesizerTokenizer (tokenizer.json: {found}); {recipe} "
+            "tokenizes with the preset's WordPiece vocabulary.")
+    vocabulary_path = files.join(path, VOCABULARY_ASSET)
+    if not files.isfile(vocabulary_path):
+        raise DataError(f"Argument `--preset`: the tokenizer's vocabulary "
+                        f"{vocabulary_path} is missing.")
+    with files.open(vocabulary_path, encoding="utf-8") as f:
+        vocabulary = [line.rstrip("\n") for line in f if line.rstrip("\n")]
+    return Preset(path, backbone_class, config.get("config", {}),
+                  tokenizer.get("config", {}), vocabulary, vocabulary_path,
+                  task_class)
+
+
+def resolve_flags(args, preset, table, defaults):
+    """Sets the architecture flags of `args` that are None.
+
+    Args:
+        preset: a `Preset`, or None.
+        table: `{flag: preset value}` (values the preset decides).
+        defaults: `{flag: default}` without a preset.
+
+    Raises:
+        ValueError: a flag set to a value other than the preset's; the
+            message names the flag, both values and the preset.
+    """
+    for flag, default in defaults.items():
+        value = getattr(args, flag)
+        if preset is None or flag not in table:
+            if value is None:
+                setattr(args, flag, default)
+            continue
+        wanted = table[flag]
+        if value is None:
+            setattr(args, flag, wanted)
+        elif value != wanted:
+            raise ValueError(
+                f"Argument `--{flag}`={value} contradicts the preset "
+                f"{preset.path}: its {flag} is {wanted}. Leave the flag out "
+                "(the preset decides) or pretrain with that value.")
+
+
+def defer_defaults(parser, defaults):
+    """Sets the defaults of the flags in `defaults` to None (so that
+    `resolve_flags` can tell a flag the user gave), and says in their help
+    what the default is."""
+    for action in parser._actions:  # (argparse has no public iterator)
+        if action.dest in defaults:
+            action.default = None
+            action.help = (action.help or "") + (
+                f" Default: {defaults[action.dest]}; with --preset, the "
+                "preset's.")
+
+
+__all__ = ["Preset", "defer_defaults", "read_preset", "resolve_flags"]
