@@ -96,13 +96,15 @@ def read_preset(path, backbone_classes, recipe):
                   task_class)
 
 
-def resolve_flags(args, preset, table, defaults):
+def resolve_flags(args, preset, table, defaults, flag_names=None):
     """Sets the architecture flags of `args` that are None.
 
     Args:
         preset: a `Preset`, or None.
         table: `{flag: preset value}` (values the preset decides).
         defaults: `{flag: default}` without a preset.
+        flag_names: `{flag: how the command line spells it}` where that
+            is not `--flag=value` (e.g. `{"lowercase": "--no_lowercase"}`).
 
     Raises:
         ValueError: a flag set to a value other than the preset's; the
@@ -118,10 +120,71 @@ def resolve_flags(args, preset, table, defaults):
         if value is None:
             setattr(args, flag, wanted)
         elif value != wanted:
+            given = (flag_names or {}).get(flag, f"--{flag}={value}")
             raise ValueError(
-                f"Argument `--{flag}`={value} contradicts the preset "
-                f"{preset.path}: its {flag} is {wanted}. Leave the flag out "
-                "(the preset decides) or pretrain with that value.")
+                f"Argument `{given}` contradicts the preset {preset.path}: "
+                f"its {flag} is {wanted}. Leave the flag out (the preset "
+                "decides) or pretrain with that value.")
+
+
+def apply_preset(args, prog, backbone_classes, defaults, length_flag,
+                 flags_to_config, chosen=(), flag_names=None):
+    """What a recipe's `--preset` decides, applied to `args` in place.
+
+    Without `args.preset`, the flags that are None get `defaults`. With it:
+    the synthesizer flags are canonicalised and the options parsed before
+    they are compared; `flags_to_config` maps flags to the backbone config
+    keys the preset decides (the vocabulary's size and case too); the flag
+    `length_flag` may be at most the preset's `max_sequence_length` (its
+    default); `chosen` maps flags whose default is the preset's but that
+    may differ (e.g. pooling) to their config keys; `flag_names` as
+    `resolve_flags` takes it.
+
+    Returns:
+        The `Preset`, or None.
+
+    Raises:
+        ValueError: a contradicting flag, a `--vocab_file` or a length
+            beyond the preset's (`DataError` for an unreadable preset).
+    """
+    from recipes.core import flags
+
+    for flag in ("synthesizer", "cross_attention_synthesizer"):
+        if getattr(args, flag, None) is not None:
+            setattr(args, flag, flags.canonical_synthesizer(
+                flag, getattr(args, flag)))
+    if isinstance(getattr(args, "synthesizer_options", None), str):
+        try:  # compared as a dict; bad JSON is reported by the flag's check
+            parsed = json.loads(args.synthesizer_options)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            args.synthesizer_options = parsed
+    if not args.preset:
+        resolve_flags(args, None, {}, defaults, flag_names)
+        return None
+    preset = read_preset(args.preset, backbone_classes, prog)
+    if args.vocab_file:
+        raise ValueError(
+            f"Argument `--vocab_file`={args.vocab_file}: the preset "
+            f"{args.preset} brings its own vocabulary ({VOCABULARY_ASSET}); "
+            "leave --vocab_file out.")
+    config = preset.backbone
+    table = {flag: config.get(key) for flag, key in flags_to_config.items()}
+    table["vocab_size"] = len(preset.vocabulary)
+    table["lowercase"] = preset.tokenizer.get("lowercase", True)
+    longest = config["max_sequence_length"]
+    length = getattr(args, length_flag)
+    if length is not None and length > longest:
+        raise ValueError(
+            f"Argument `--{length_flag}`={length} exceeds the preset "
+            f"{args.preset}'s max_sequence_length={longest} (its position "
+            "embeddings and synthesizers); pass at most that.")
+    defaults = dict(defaults, **{length_flag: longest})
+    defaults.update({flag: config.get(key, defaults.get(flag))
+                     for flag, key in dict(chosen).items()})
+    resolve_flags(args, preset, table, defaults, flag_names)
+    return preset
 
 
 def defer_defaults(parser, defaults):
@@ -136,4 +199,4 @@ def defer_defaults(parser, defaults):
                 "preset's.")
 
 
-__all__ = ["Preset", "defer_defaults", "read_preset", "resolve_flags"]
+__all__ = ["Preset", "apply_preset", "defer_defaults", "read_preset", "resolve_flags"]

@@ -14,7 +14,6 @@ Examples:
         --preset=runs/pretrain/mlm-files-random_vanilla/preset
 """
 
-import json
 import os
 import time
 
@@ -102,55 +101,22 @@ def build_parser():
 def apply_preset(args, task):
     """Fills the architecture flags from `--preset` (or the defaults);
     ValueError on a flag that contradicts the preset."""
-    preset = None
-    if isinstance(args.synthesizer_options, str):  # compared as a dict
-        try:
-            parsed = json.loads(args.synthesizer_options)
-        except ValueError:
-            parsed = None  # reported by `flags.synthesizer_options`
-        if isinstance(parsed, dict):
-            args.synthesizer_options = parsed
-    if args.synthesizer is not None:
-        args.synthesizer = flags.canonical_synthesizer("synthesizer",
-                                                        args.synthesizer)
-    table = {}
-    if args.preset:
-        preset = presets.read_preset(args.preset, PRESET_BACKBONES, PROG)
-        if args.vocab_file:
-            raise ValueError(
-                f"Argument `--vocab_file`={args.vocab_file}: the preset "
-                f"{args.preset} brings its own vocabulary ("
-                f"{presets.VOCABULARY_ASSET}); leave --vocab_file out.")
-        config = preset.backbone
-        table = {
-            "synthesizer": config["synthesizer"],
-            "num_layers": config["num_layers"],
-            "hidden_dim": config["hidden_dim"],
-            "num_heads": config["num_heads"],
-            "intermediate_dim": config["intermediate_dim"],
-            "synthesizer_options": config.get("synthesizer_options"),
-            "vocab_size": len(preset.vocabulary),
-            "lowercase": preset.tokenizer.get("lowercase", True),
-        }
-        if args.max_length is not None and (
-                args.max_length > config["max_sequence_length"]):
-            raise ValueError(
-                f"Argument `--max_length`={args.max_length} exceeds the "
-                f"preset {args.preset}'s max_sequence_length="
-                f"{config['max_sequence_length']} (its position embeddings "
-                "and synthesizers); pass at most that.")
-        if task.num_segments > config.get("num_segments", 1):
-            raise ValueError(
-                f"Task {task.name} packs {task.num_segments} segments; the "
-                f"preset {args.preset}'s backbone embeds num_segments="
-                f"{config.get('num_segments', 1)}. Pretrain with "
-                f"--num_segments={task.num_segments}.")
-        defaults = dict(MODEL_DEFAULTS,
-                        max_length=config["max_sequence_length"],
-                        pooling=config.get("pooling", "mean"))
-    else:
-        defaults = MODEL_DEFAULTS
-    presets.resolve_flags(args, preset, table, defaults)
+    preset = presets.apply_preset(
+        args, PROG, PRESET_BACKBONES, MODEL_DEFAULTS, length_flag="max_length",
+        flags_to_config={"synthesizer": "synthesizer",
+                         "num_layers": "num_layers",
+                         "hidden_dim": "hidden_dim", "num_heads": "num_heads",
+                         "intermediate_dim": "intermediate_dim",
+                         "synthesizer_options": "synthesizer_options"},
+        chosen={"pooling": "pooling"},
+        flag_names={"lowercase": "--no_lowercase"})
+    if preset is not None and task.num_segments > preset.backbone.get(
+            "num_segments", 1):
+        raise ValueError(
+            f"Task {task.name} packs {task.num_segments} segments; the "
+            f"preset {args.preset}'s backbone embeds num_segments="
+            f"{preset.backbone.get('num_segments', 1)}. Pretrain with "
+            f"--num_segments={task.num_segments}.")
 
 
 def validate_args(args, check_options=True):
