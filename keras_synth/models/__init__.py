@@ -16,6 +16,10 @@ from keras_synth.models.synthesizer_causal_lm import (
     SynthesizerCausalLMPreprocessor,
 )
 from keras_synth.models.synthesizer_encoder import SynthesizerBackbone
+from keras_synth.models.synthesizer_encoder import SynthesizerMaskedLM
+from keras_synth.models.synthesizer_encoder import (
+    SynthesizerMaskedLMPreprocessor,
+)
 from keras_synth.models.synthesizer_encoder import SynthesizerTextClassifier
 from keras_synth.models.synthesizer_encoder import (
     SynthesizerTextClassifierPreprocessor,
@@ -42,6 +46,8 @@ __all__ = [
     "SynthesizerCausalLMBackbone",
     "SynthesizerCausalLMPreprocessor",
     "SynthesizerCharTokenizer",
+    "SynthesizerMaskedLM",
+    "SynthesizerMaskedLMPreprocessor",
     "SynthesizerSeq2SeqBackbone",
     "SynthesizerSeq2SeqLM",
     "SynthesizerSeq2SeqLMPreprocessor",
