@@ -217,11 +217,20 @@ def random_spans_noise_mask(lengths, seeds, noise_density=0.15,
                            tf.minimum(num_noise, num_kept))
     num_spans = tf.where(n < 2, 0, num_spans)
 
+    def row_uniform(seed):
+        # One draw of `max_length` per part (Philox is counter-based: the
+        # first values do not depend on `max_length`, so a row's mask does
+        # not depend on the batch).
+        return tf.stack([
+            tf.random.stateless_uniform([max_length], seed=seed),
+            tf.random.stateless_uniform(
+                [max_length],
+                seed=tf.random.experimental.stateless_fold_in(seed, 1)),
+        ])
+
     uniform = tf.map_fn(
-        lambda seed: tf.random.stateless_uniform([2, max_length], seed=seed),
-        seeds,
-        fn_output_signature=tf.TensorSpec([2, None], tf.float32),
-    )
+        row_uniform, seeds,
+        fn_output_signature=tf.TensorSpec([2, None], tf.float32))
     batch_size = tf.shape(n)[0]
     positions = tf.broadcast_to(
         tf.range(max_length)[tf.newaxis, :], [batch_size, max_length])

@@ -361,8 +361,13 @@ class SynthesizerSpanCorruptionPreprocessor(SynthesizerSeq2SeqLMPreprocessor):
         if unbatched:
             text = text[tf.newaxis]
         token_ids = self.tokenizer(text)
-        if not isinstance(token_ids, tf.RaggedTensor):
-            token_ids = tf.RaggedTensor.from_tensor(token_ids)
+        if isinstance(token_ids, (list, tuple)):  # eager keras-hub tokenizers
+            token_ids = tf.ragged.constant(
+                [list(row) for row in token_ids], dtype=tf.int32,
+                ragged_rank=1, inner_shape=())
+        elif not isinstance(token_ids, tf.RaggedTensor):
+            token_ids = tf.RaggedTensor.from_tensor(
+                tf.convert_to_tensor(token_ids))
         inputs, targets = self.corrupt(token_ids, self._row_seeds(text))
         encoder_token_ids, encoder_padding_mask = self.encoder_packer(
             inputs, sequence_length=self.encoder_sequence_length)
