@@ -25,7 +25,11 @@ import tensorflow as tf
 from keras_synth.models import SynthesizerBackbone
 from keras_synth.models import SynthesizerMaskedLM
 from keras_synth.models import SynthesizerMaskedLMPreprocessor
+from keras_synth.models import SynthesizerSeq2SeqBackbone
+from keras_synth.models import SynthesizerSeq2SeqLM
+from keras_synth.models import SynthesizerSpanCorruptionPreprocessor
 from keras_synth.models import SynthesizerTokenizer
+from keras_synth.models import span_corruption_text_length
 from recipes.core import training
 from recipes.core import vocabulary
 from recipes.core.data_files import DataError
@@ -246,7 +250,113 @@ class MaskedLanguageModel:
                 "num_classes=N))")
 
 
-OBJECTIVES = {"mlm": MaskedLanguageModel()}
+class SpanCorruption:
+    """`--objective=span_corruption`."""
+
+    name = "span_corruption"
+
+    @staticmethod
+    def vocabulary_options(args):
+        return {"num_sentinels": args.num_sentinels}
+
+    @staticmethod
+    def reserved_tokens(args):
+        return vocabulary.RESERVED_TOKENS
+
+    @staticmethod
+    def make_preprocessor(tokenizer, args):
+        """Encoder inputs of `--sequence_length`; the decoder length the
+        longest window needs; seeded."""
+        return SynthesizerSpanCorruptionPreprocessor(
+            tokenizer, encoder_sequence_length=args.sequence_length,
+            noise_density=args.noise_density,
+            mean_noise_span_length=args.mean_noise_span_length,
+            seed=args.seed)
+
+    def window_length(self, args):
+        # The most tokens whose corruption fits (no start/end tokens: the
+        # packers add them).
+        return span_corruption_text_length(
+            args.sequence_length, None, args.noise_density,
+            args.mean_noise_span_length)
+
+    def build_model(self, tokenizer, args):
+        preprocessor = self.make_preprocessor(tokenizer, args)
+        backbone = SynthesizerSeq2SeqBackbone(
+            vocabulary_size=tokenizer.vocabulary_size(),
+            num_layers=args.num_layers, num_heads=args.num_heads,
+            hidden_dim=args.hidden_dim,
+            intermediate_dim=args.intermediate_dim or 4 * args.hidden_dim,
+            max_sequence_length=max(args.sequence_length,
+                                    preprocessor.decoder_sequence_length),
+            synthesizer=args.synthesizer,
+            cross_attention_synthesizer=args.cross_attention_synthesizer,
+            dropout=args.dropout,
+            synthesizer_options=args.synthesizer_options)
+        return SynthesizerSeq2SeqLM(backbone, preprocessor=preprocessor)
+
+    def describe(self, args):
+        return (f"SynthesizerSeq2SeqLM, {args.num_layers}+{args.num_layers} "
+                f"blocks, self-attention {args.synthesizer!r}, "
+                f"cross-attention {args.cross_attention_synthesizer!r}, "
+                f"width {args.hidden_dim}, {args.num_heads} heads, encoder "
+                f"inputs of {args.sequence_length}")
+
+    def _corrupted(self, tokenizer, args):
+        """`(batch number, (windows, lengths))` to the seq2seq LM's
+        `(x, y, w)`: each window's spans drawn from `(seed, batch number,
+        row)`, so a resumed run corrupts as an uninterrupted one."""
+        preprocessor = self.make_preprocessor(tokenizer, args)
+        preprocessor.build(None)
+
+        def corrupt(number, rows):
+            windows, lengths = rows
+            token_ids = tf.RaggedTensor.from_tensor(windows, lengths=lengths)
+            seeds = tf.random.stateless_uniform(
+                [tf.shape(windows)[0], 2],
+                tf.stack([tf.constant(args.seed, tf.int64), number]),
+                minval=None, maxval=None, dtype=tf.int32)
+            inputs, targets = preprocessor.corrupt(token_ids, seeds)
+            encoder_ids, encoder_mask = preprocessor.encoder_packer(
+                inputs, sequence_length=preprocessor.encoder_sequence_length)
+            decoder_ids, decoder_mask = preprocessor.decoder_packer(
+                targets,
+                sequence_length=preprocessor.decoder_sequence_length + 1)
+            x = {
+                "encoder_token_ids": tf.cast(encoder_ids, tf.int32),
+                "encoder_padding_mask": tf.cast(encoder_mask, tf.int32),
+                "decoder_token_ids": tf.cast(decoder_ids[:, :-1], tf.int32),
+                "decoder_padding_mask": tf.cast(decoder_mask[:, :-1],
+                                                tf.int32),
+            }
+            return (x, tf.cast(decoder_ids[:, 1:], tf.int32),
+                    tf.cast(decoder_mask[:, 1:], tf.float32))
+
+        return corrupt
+
+    def train_dataset(self, tokenizer, rows, args, steps_per_epoch,
+                      initial_epoch):
+        batches = batches_of_windows(*rows, args.batch_size, args.seed,
+                                     steps_per_epoch, initial_epoch)
+        start = initial_epoch * steps_per_epoch
+        return batches.enumerate(start=start).map(
+            self._corrupted(tokenizer, args),
+            num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+    def heldout_dataset(self, tokenizer, rows, args):
+        dataset = tf.data.Dataset.from_tensor_slices(
+            (rows[0].astype("int32"), rows[1].astype("int32"))).batch(
+            args.eval_batch_size).enumerate(start=-(2**40)).map(
+            self._corrupted(tokenizer, args))
+        return fixed_batches(dataset)
+
+    @staticmethod
+    def fine_tune_hint(path):
+        return (f"python -m recipes.translate --preset={path} --src=.. "
+                "--tgt=..")
+
+
+OBJECTIVES = {"mlm": MaskedLanguageModel(), "span_corruption": SpanCorruption()}
 
 
 def get(name):
