@@ -62,6 +62,7 @@ PARSERS = {
     "recipes.glue": "recipes.glue.train",
     "recipes.translate": "recipes.translate.train",
     "recipes.lm": "recipes.lm.train",
+    "recipes.pretrain": "recipes.pretrain.train",
     "recipes.benchmark": "recipes.benchmark",
 }
 
