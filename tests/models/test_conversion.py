@@ -15,6 +15,8 @@ from keras_synth.layers.synthesizers import Synthesizer
 from keras_synth.models import SynthesizerBackbone
 from keras_synth.models import SynthesizerCausalLM
 from keras_synth.models import SynthesizerCausalLMBackbone
+from keras_synth.models import SynthesizerTextClassifierPreprocessor
+from keras_synth.models import SynthesizerTokenizer
 from keras_synth.models import convert_keras_hub_backbone
 from tests.backend_utils import gradients
 
@@ -222,3 +224,29 @@ def test_pre_ln_bert_is_an_error():
     with pytest.raises(ValueError, match="normalize_first=False.*"
                        "normalize_first=True"):
         convert_keras_hub_backbone(bert)
+
+
+@pytest.mark.parametrize("lowercase", [True, False])
+def test_bert_vocabulary_gives_bert_token_ids(lowercase):
+    """docs/models.md: `SynthesizerTokenizer` on a BERT tokenizer's
+    vocabulary and case settings packs what BERT's preprocessor packs."""
+    vocabulary = (["[PAD]", "[unused0]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+                  + ["a", "grand", "film", "dull", ".", "##s"])
+    bert_tokenizer = keras_hub.models.BertTokenizer(vocabulary=vocabulary,
+                                                    lowercase=lowercase)
+    ours = SynthesizerTextClassifierPreprocessor(
+        SynthesizerTokenizer(vocabulary=bert_tokenizer.get_vocabulary(),
+                             lowercase=bert_tokenizer.lowercase,
+                             strip_accents=bert_tokenizer.strip_accents),
+        sequence_length=10)
+    theirs = keras_hub.models.BertTextClassifierPreprocessor(
+        bert_tokenizer, sequence_length=10)
+    texts = ["A grand films .", "dull", "a film . dull ? Grand"]
+    for name in ("token_ids", "segment_ids", "padding_mask"):
+        np.testing.assert_array_equal(_np(ours(texts)[name]),
+                                      _np(theirs(texts)[name]))
+    pairs = (["a film", "Dull"], ["grand", "a dull film ."])
+    ours, theirs = ours(x=pairs), theirs(x=pairs)
+    for name in ("token_ids", "segment_ids", "padding_mask"):
+        np.testing.assert_array_equal(_np(ours[name]), _np(theirs[name]))
+    assert np.any(_np(ours["segment_ids"]))
