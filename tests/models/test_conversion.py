@@ -10,6 +10,7 @@ import pytest
 from keras import ops
 
 import keras_hub
+from keras_synth.layers import register_synthesizer
 from keras_synth.layers.synthesizers import RandomSynthesizer
 from keras_synth.layers.synthesizers import Synthesizer
 from keras_synth.models import SynthesizerBackbone
@@ -207,6 +208,40 @@ def test_variant_without_zero_logits_is_an_error(bert, monkeypatch):
                        match=r"synthesizer='random\+vanilla'.*'random'.*"
                        "does not implement `zero_logits"):
         convert_keras_hub_backbone(bert, "random+vanilla")
+
+
+@register_synthesizer("conversion_test_decay", override=True)
+class Decay(Synthesizer):
+    """A user-defined variant, `L_h[t, s] = -rate_h |t - s|`, that supports
+    conversion by implementing `zero_logits`."""
+
+    batch_dependent = False
+    needs_max_length = False
+
+    def build(self, query_shape, key_shape):
+        self.rate = self.add_logit_weight("rate", (self.num_heads,), "ones")
+
+    def zero_logits(self):
+        self.assign_zeros(self.rate)
+
+    def logits(self, query, key, query_start, query_length, key_length,
+               scale=None):
+        rows = ops.arange(query_length) + query_start
+        distance = ops.abs(rows[:, None] - ops.arange(key_length))
+        return -self.rate[:, None, None] * ops.cast(distance,
+                                                    self.logits_dtype)
+
+
+def test_user_defined_variant_converts(gpt2):
+    converted = convert_keras_hub_backbone(gpt2, "conversion_test_decay+vanilla")
+    inputs = _causal(_inputs())
+    np.testing.assert_allclose(_np(converted(inputs)), _np(gpt2(inputs)),
+                               **TOL)
+    [decay] = [s for s in converted.transformer_layers[0].self_attention
+               .synthesizers if isinstance(s, Decay)]
+    rate = decay.rate
+    [grad] = gradients(lambda: ops.sum(ops.square(converted(inputs))), [rate])
+    assert np.abs(grad).min() > 0
 
 
 def test_other_head_layout_is_an_error():
