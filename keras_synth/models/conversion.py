@@ -86,13 +86,11 @@ def convert_keras_hub_backbone(backbone, synthesizer="random+vanilla",
     ...                  atol=1e-5))
     True
     """
-    variants = check_synthesizer(synthesizer)
+    check_synthesizer(synthesizer)
     if isinstance(backbone, keras_hub.models.BertBackbone):
-        return convert_bert(backbone, synthesizer, variants,
-                            synthesizer_options)
+        return convert_bert(backbone, synthesizer, synthesizer_options)
     if isinstance(backbone, keras_hub.models.GPT2Backbone):
-        return convert_gpt2(backbone, synthesizer, variants,
-                            synthesizer_options)
+        return convert_gpt2(backbone, synthesizer, synthesizer_options)
     raise TypeError(
         "Argument `backbone` must be a keras_hub.models.BertBackbone or "
         "keras_hub.models.GPT2Backbone. Received: backbone of type "
@@ -112,9 +110,9 @@ def check_synthesizer(synthesizer):
     return variants
 
 
-def convert_bert(source, synthesizer, variants, synthesizer_options):
+def convert_bert(source, synthesizer, synthesizer_options):
     blocks = source.transformer_layers
-    epsilon = common_block_setting(source, blocks, "layer_norm_epsilon")
+    epsilon = common_block_setting(blocks, "layer_norm_epsilon")
     check_block_setting(source, blocks, "normalize_first", False)
     if source.embeddings_layer_norm.epsilon != epsilon:
         raise ValueError(
@@ -134,7 +132,7 @@ def convert_bert(source, synthesizer, variants, synthesizer_options):
         num_segments=source.num_segments,
         pooling="cls_dense",
         dropout=source.dropout,
-        activation=common_block_setting(source, blocks, "activation"),
+        activation=common_block_setting(blocks, "activation"),
         layer_norm_epsilon=epsilon,
     )
     copy_layer(target.embeddings.token_embedding, source.token_embedding)
@@ -149,12 +147,12 @@ def convert_bert(source, synthesizer, variants, synthesizer_options):
         copy_layer(target.segment_embedding, source.segment_embedding)
     target.embeddings.position_embedding.set_weights([positions])
     copy_layer(target.embeddings_layer_norm, source.embeddings_layer_norm)
-    copy_blocks(target, source, variants)
+    copy_blocks(target, source)
     copy_layer(target.pooled_dense, source.pooled_dense)
     return target
 
 
-def convert_gpt2(source, synthesizer, variants, synthesizer_options):
+def convert_gpt2(source, synthesizer, synthesizer_options):
     blocks = source.transformer_layers
     check_block_setting(source, blocks, "normalize_first", True)
     target = build_target(
@@ -166,10 +164,10 @@ def convert_gpt2(source, synthesizer, variants, synthesizer_options):
         intermediate_dim=source.intermediate_dim,
         max_sequence_length=source.max_sequence_length,
         dropout=source.dropout,
-        activation=common_block_setting(source, blocks, "activation"),
+        activation=common_block_setting(blocks, "activation"),
         normalize_first=True,
         layer_norm_epsilon=common_block_setting(
-            source, blocks, "layer_norm_epsilon"),
+            blocks, "layer_norm_epsilon"),
     )
     if source.layer_norm.epsilon != target.layer_norm.epsilon:
         raise ValueError(
@@ -179,7 +177,7 @@ def convert_gpt2(source, synthesizer, variants, synthesizer_options):
         )
     copy_layer(target.token_embedding, source.token_embedding)
     copy_layer(target.position_embedding, source.position_embedding)
-    copy_blocks(target, source, variants)
+    copy_blocks(target, source)
     copy_layer(target.layer_norm, source.layer_norm)
     return target
 
@@ -198,7 +196,7 @@ def build_target(cls, source, synthesizer, synthesizer_options, **config):
         ) from None
 
 
-def common_block_setting(source, blocks, name):
+def common_block_setting(blocks, name):
     """The blocks' `name` attribute; ValueError if they differ."""
     values = [getattr(block, name) for block in blocks]
     if any(value != values[0] for value in values[1:]):
@@ -210,7 +208,7 @@ def common_block_setting(source, blocks, name):
 
 
 def check_block_setting(source, blocks, name, expected):
-    value = common_block_setting(source, blocks, name)
+    value = common_block_setting(blocks, name)
     if value != expected:
         raise ValueError(
             f"Argument `backbone` cannot be converted: the target's blocks "
@@ -219,7 +217,7 @@ def check_block_setting(source, blocks, name, expected):
         )
 
 
-def copy_blocks(target, source, variants):
+def copy_blocks(target, source):
     """Copies each source block into the target's and sets the target's
     non-vanilla synthesizers to zero logits."""
     for i, (mine, theirs) in enumerate(

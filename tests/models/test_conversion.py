@@ -234,7 +234,8 @@ class Decay(Synthesizer):
 
 
 def test_user_defined_variant_converts(gpt2):
-    converted = convert_keras_hub_backbone(gpt2, "conversion_test_decay+vanilla")
+    converted = convert_keras_hub_backbone(gpt2,
+                                           "conversion_test_decay+vanilla")
     inputs = _causal(_inputs())
     np.testing.assert_allclose(_np(converted(inputs)), _np(gpt2(inputs)),
                                **TOL)
