@@ -67,6 +67,12 @@ DEFERRED = {
         _MODELS + "synthesizer_encoder."
         "synthesizer_text_classifier_preprocessor:"
         "SynthesizerTextClassifierPreprocessor",
+    "keras_synth>SynthesizerMaskedLM":
+        _MODELS + "synthesizer_encoder.synthesizer_masked_lm:"
+        "SynthesizerMaskedLM",
+    "keras_synth>SynthesizerMaskedLMPreprocessor":
+        _MODELS + "synthesizer_encoder.synthesizer_masked_lm_preprocessor:"
+        "SynthesizerMaskedLMPreprocessor",
     "keras_synth>SynthesizerCausalLMBackbone":
         _MODELS + "synthesizer_causal_lm.synthesizer_causal_lm_backbone:"
         "SynthesizerCausalLMBackbone",
@@ -85,6 +91,10 @@ DEFERRED = {
     "keras_synth>SynthesizerSeq2SeqLMPreprocessor":
         _MODELS + "synthesizer_seq2seq.synthesizer_seq2seq_lm_preprocessor:"
         "SynthesizerSeq2SeqLMPreprocessor",
+    "keras_synth>SynthesizerSpanCorruptionPreprocessor":
+        _MODELS + "synthesizer_seq2seq."
+        "synthesizer_span_corruption_preprocessor:"
+        "SynthesizerSpanCorruptionPreprocessor",
     "keras_synth>SynthesizerTokenizer":
         _MODELS + "tokenizers.synthesizer_tokenizer:SynthesizerTokenizer",
     "keras_synth>SynthesizerCharTokenizer":

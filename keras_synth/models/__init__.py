@@ -17,6 +17,10 @@ from keras_synth.models.synthesizer_causal_lm import (
     SynthesizerCausalLMPreprocessor,
 )
 from keras_synth.models.synthesizer_encoder import SynthesizerBackbone
+from keras_synth.models.synthesizer_encoder import SynthesizerMaskedLM
+from keras_synth.models.synthesizer_encoder import (
+    SynthesizerMaskedLMPreprocessor,
+)
 from keras_synth.models.synthesizer_encoder import SynthesizerTextClassifier
 from keras_synth.models.synthesizer_encoder import (
     SynthesizerTextClassifierPreprocessor,
@@ -27,15 +31,25 @@ from keras_synth.models.synthesizer_seq2seq import SynthesizerSeq2SeqLM
 from keras_synth.models.synthesizer_seq2seq import (
     SynthesizerSeq2SeqLMPreprocessor,
 )
+from keras_synth.models.synthesizer_seq2seq import (
+    SynthesizerSpanCorruptionPreprocessor,
+)
+from keras_synth.models.synthesizer_seq2seq import random_spans_noise_mask
+from keras_synth.models.synthesizer_seq2seq import span_corruption_counts
+from keras_synth.models.synthesizer_seq2seq import span_corruption_lengths
+from keras_synth.models.synthesizer_seq2seq import span_corruption_text_length
 from keras_synth.models.tokenizers import RESERVED_TOKENS
+from keras_synth.models.tokenizers import SENTINEL_TOKEN_FORMAT
 from keras_synth.models.tokenizers import SynthesizerByteTokenizer
 from keras_synth.models.tokenizers import SynthesizerCharTokenizer
 from keras_synth.models.tokenizers import SynthesizerTokenizer
 from keras_synth.models.tokenizers import learn_wordpiece_vocabulary
+from keras_synth.models.tokenizers import sentinel_tokens
 
 __all__ = [
     "InverseSqrtSchedule",
     "RESERVED_TOKENS",
+    "SENTINEL_TOKEN_FORMAT",
     "SmoothedSparseCategoricalCrossentropy",
     "SynthesizerBackbone",
     "SynthesizerByteTokenizer",
@@ -43,9 +57,12 @@ __all__ = [
     "SynthesizerCausalLMBackbone",
     "SynthesizerCausalLMPreprocessor",
     "SynthesizerCharTokenizer",
+    "SynthesizerMaskedLM",
+    "SynthesizerMaskedLMPreprocessor",
     "SynthesizerSeq2SeqBackbone",
     "SynthesizerSeq2SeqLM",
     "SynthesizerSeq2SeqLMPreprocessor",
+    "SynthesizerSpanCorruptionPreprocessor",
     "SynthesizerTextClassifier",
     "SynthesizerTextClassifierPreprocessor",
     "SynthesizerTokenizer",
@@ -53,6 +70,11 @@ __all__ = [
     "export_generator",
     "export_text_classifier",
     "learn_wordpiece_vocabulary",
+    "random_spans_noise_mask",
+    "sentinel_tokens",
+    "span_corruption_counts",
+    "span_corruption_lengths",
+    "span_corruption_text_length",
 ]
 
 # The package's other keras-hub classes too, for keras-hub's loaders.
