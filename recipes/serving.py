@@ -25,7 +25,8 @@ from recipes.core import files
 NEEDS = ("tensorflow and tensorflow-text (same version as tensorflow): the "
          "tokenizer inside the graph uses tensorflow-text's ops, so run "
          "`import tensorflow_text` before `tf.saved_model.load` (TF Serving: "
-         "a build that includes the tensorflow-text ops).")
+         "a build that includes the tensorflow-text ops); with keras-synth "
+         "installed, `keras_synth.models.load_export(path)` does both.")
 
 
 def usage(path, signature, inputs, outputs, example):

@@ -6,6 +6,7 @@ from keras_synth import _lazy
 # Registers release 0.1.0's names of the byte tokenizer and the schedule.
 from keras_synth.models import legacy_names  # noqa: F401
 from keras_synth.models.conversion import convert_keras_hub_backbone
+from keras_synth.models.export_loading import load_export
 from keras_synth.models.generation_export import export_generator
 from keras_synth.models.losses import SmoothedSparseCategoricalCrossentropy
 from keras_synth.models.schedules import InverseSqrtSchedule
@@ -45,6 +46,7 @@ from keras_synth.models.tokenizers import SynthesizerCharTokenizer
 from keras_synth.models.tokenizers import SynthesizerTokenizer
 from keras_synth.models.tokenizers import learn_wordpiece_vocabulary
 from keras_synth.models.tokenizers import sentinel_tokens
+from keras_synth.models.truncation import TruncationWarning
 
 __all__ = [
     "InverseSqrtSchedule",
@@ -66,10 +68,12 @@ __all__ = [
     "SynthesizerTextClassifier",
     "SynthesizerTextClassifierPreprocessor",
     "SynthesizerTokenizer",
+    "TruncationWarning",
     "convert_keras_hub_backbone",
     "export_generator",
     "export_text_classifier",
     "learn_wordpiece_vocabulary",
+    "load_export",
     "random_spans_noise_mask",
     "sentinel_tokens",
     "span_corruption_counts",

@@ -2,6 +2,8 @@
 
 import keras
 
+from keras_synth.models.truncation import tracing_for_export
+
 SIGNATURE = "generate"
 
 
@@ -22,12 +24,19 @@ def export_generator(
     (for a causal LM the prompt followed by its continuation, as
     `generate()` returns), and `prompt_truncated`, `(batch,)` bools: True
     where the prompt had more tokens than the preprocessor's sequence
-    length holds and was cut to it (nothing is cut silently). Tokenization,
+    length holds and was cut to it (nothing is cut silently): sources of a
+    seq2seq model longer than `encoder_sequence_length`. A causal LM's
+    prompt is never cut: one that fills the context (`max_length`) leaves
+    no room to generate and the call fails with an `InvalidArgumentError`
+    naming the context, so its `prompt_truncated` is always False. The
+    preprocessor's `truncation="error"` makes cut sources fail the call
+    too; `"warn"` cannot warn inside a SavedModel and relies on the flags.
+    Load it with `keras_synth.models.load_export(path)`. Tokenization,
     the cached search with the task's compiled sampler, and detokenization
     run inside the graph. Needs the TensorFlow backend.
 
     ```python
-    reloaded = tf.saved_model.load(path)
+    reloaded = keras_synth.models.load_export(path)
     reloaded.generate(tf.constant(["Ein Hund läuft."]))["generated"]
     ```
 
@@ -116,12 +125,15 @@ def export_generator(
     archive.track(lm)
     for layer in tokenizers:
         archive.track(layer)
-    archive.add_endpoint(
-        signature,
-        generate,
-        input_signature=[tf.TensorSpec([None], tf.string, name=input_name)],
-    )
-    archive.write_out(path, verbose=False)
+    with tracing_for_export():
+        archive.add_endpoint(
+            signature,
+            generate,
+            input_signature=[
+                tf.TensorSpec([None], tf.string, name=input_name)
+            ],
+        )
+        archive.write_out(path, verbose=False)
     return path
 
 

@@ -10,6 +10,8 @@ from keras_synth.models.synthesizer_causal_lm.synthesizer_causal_lm_backbone imp
 from keras_synth.models.tokenizers.synthesizer_char_tokenizer import (
     SynthesizerCharTokenizer,
 )
+from keras_synth.models.truncation import CheckedPacker
+from keras_synth.models.truncation import check_truncation_mode
 
 
 @keras.saving.register_keras_serializable(package="keras_synth")
@@ -30,6 +32,14 @@ class SynthesizerCausalLMPreprocessor(keras_hub.models.CausalLMPreprocessor):
         sequence_length: int, the packed length. Defaults to 1024.
         add_start_token: bool, prepend `[CLS]`. Defaults to True.
         add_end_token: bool, append `[SEP]`. Defaults to True.
+        truncation: `"warn"` (default), `"error"` or `"allow"`: what
+            happens to training texts longer than `sequence_length`, special tokens
+            included (a `keras_synth.models.TruncationWarning`, a
+            `ValueError`, or silent cutting; see
+            `keras_synth.models.truncation` for `tf.data` and exports).
+            Prompts of `generate_preprocess` are never cut: a prompt
+            that fills the context leaves no room to generate and raises
+            a `ValueError` naming its length and the context.
 
     Call arguments:
         x: a string or strings.
@@ -55,6 +65,22 @@ class SynthesizerCausalLMPreprocessor(keras_hub.models.CausalLMPreprocessor):
     backbone_cls = SynthesizerCausalLMBackbone
     tokenizer_cls = SynthesizerCharTokenizer
 
+    def __init__(self, tokenizer, sequence_length=1024, add_start_token=True,
+                 add_end_token=True, truncation="warn", **kwargs):
+        self.truncation = check_truncation_mode(truncation)
+        super().__init__(
+            tokenizer,
+            sequence_length=sequence_length,
+            add_start_token=add_start_token,
+            add_end_token=add_end_token,
+            **kwargs,
+        )
+
+    def get_config(self):
+        config = super().get_config()
+        config["truncation"] = self.truncation
+        return config
+
     def build(self, input_shape):
         # keras-hub's packer prepends the start token in `generate_preprocess`
         # whatever `add_start_token` says; a model trained without one (a
@@ -67,6 +93,9 @@ class SynthesizerCausalLMPreprocessor(keras_hub.models.CausalLMPreprocessor):
             sequence_length=self.sequence_length,
             return_padding_mask=True,
         )
+        # Training packs `sequence_length + 1` tokens (features and labels
+        # shifted by one): reported as `sequence_length`.
+        self.packer = CheckedPacker(self.packer, self.truncation, offset=1)
         self.built = True
 
     def generate_preprocess(self, x, sequence_length=None):
@@ -77,9 +106,23 @@ class SynthesizerCausalLMPreprocessor(keras_hub.models.CausalLMPreprocessor):
         refused: a `ValueError` eagerly, an `InvalidArgumentError` inside a
         `tf.function` (an exported model).
         """
-        outputs = super().generate_preprocess(
-            x, sequence_length=sequence_length
+        if not self.built:
+            self.build(None)
+        packer = self.packer
+        self.packer = CheckedPacker(
+            packer.packer, "error", what="prompt",
+            argument=(
+                "`max_length` of `generate()`, default the preprocessor's "
+                "`sequence_length`"
+            ),
+            room=True,
         )
+        try:
+            outputs = super().generate_preprocess(
+                x, sequence_length=sequence_length
+            )
+        finally:
+            self.packer = packer
         if not self.add_start_token:
             check_prompts_not_empty(outputs["padding_mask"])
         return outputs

@@ -7,6 +7,8 @@ from keras_synth._hub import keras_hub
 
 from keras_synth.models.preset_utils import check_local_preset
 from keras_synth.models.preset_utils import preset_sequence_length
+from keras_synth.models.truncation import CheckedPacker
+from keras_synth.models.truncation import check_truncation_mode
 from keras_synth.models.synthesizer_encoder.synthesizer_backbone import SynthesizerBackbone
 from keras_synth.models.tokenizers.synthesizer_tokenizer import SynthesizerTokenizer
 
@@ -65,6 +67,11 @@ class SynthesizerMaskedLMPreprocessor(keras_hub.models.MaskedLMPreprocessor):
         random_token_rate: float in [0, 1], the probability that it becomes
             a random token; `mask_token_rate + random_token_rate` must not
             exceed 1 (the rest are kept unchanged). Defaults to 0.1.
+        truncation: `"warn"` (default), `"error"` or `"allow"`: what
+            happens to texts longer than `sequence_length`, special tokens
+            included (a `keras_synth.models.TruncationWarning`, a
+            `ValueError`, or silent cutting; see
+            `keras_synth.models.truncation` for `tf.data` and exports).
         **kwargs: base layer arguments.
 
     Call arguments:
@@ -106,8 +113,10 @@ class SynthesizerMaskedLMPreprocessor(keras_hub.models.MaskedLMPreprocessor):
         mask_selection_length=None,
         mask_token_rate=0.8,
         random_token_rate=0.1,
+        truncation="warn",
         **kwargs,
     ):
+        self.truncation = check_truncation_mode(truncation)
         check_masking_args(
             sequence_length=sequence_length, truncate=truncate,
             mask_selection_rate=mask_selection_rate,
@@ -154,9 +163,15 @@ class SynthesizerMaskedLMPreprocessor(keras_hub.models.MaskedLMPreprocessor):
         if getattr(self, "masker", None) is not None:
             self.build(None)  # a new mask generator for the new length
 
+    def build(self, input_shape):
+        super().build(input_shape)
+        if not isinstance(self.packer, CheckedPacker):
+            self.packer = CheckedPacker(self.packer, self.truncation)
+
     def get_config(self):
         config = super().get_config()
         config["mask_selection_length"] = self._mask_selection_length
+        config["truncation"] = self.truncation
         return config
 
     @classmethod

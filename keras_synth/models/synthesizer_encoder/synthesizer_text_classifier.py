@@ -1,10 +1,12 @@
 """`SynthesizerTextClassifier` and its SavedModel export."""
 
 import keras
+
 from keras_synth._hub import keras_hub
 
 from keras_synth.models.synthesizer_encoder.synthesizer_backbone import SynthesizerBackbone
 from keras_synth.models.preset_utils import check_local_preset
+from keras_synth.models.truncation import tracing_for_export
 from keras_synth.models.synthesizer_encoder.synthesizer_text_classifier_preprocessor import (
     SynthesizerTextClassifierPreprocessor,
 )
@@ -142,8 +144,14 @@ def export_text_classifier(classifier, path, label_names=None,
     tensors `(batch,)` named `input_names` (default `("sentence",)`; give two
     names for sentence pairs) and returns `probabilities (batch, classes)`,
     `label (batch,)` (class index) and, with `label_names`, `label_name`;
-    or `score (batch,)` for a regressor (`num_classes=1`). Tokenization and
-    packing run inside the graph. Needs the TensorFlow backend.
+    or `score (batch,)` for a regressor (`num_classes=1`); and `truncated
+    (batch,)`, True where the input (the pair with its special tokens) was
+    longer than the preprocessor's `sequence_length` and was cut. With the
+    preprocessor's `truncation="error"` such inputs fail the call
+    (`InvalidArgumentError`) instead; `"warn"` cannot warn inside a
+    SavedModel and relies on `truncated`. Tokenization and packing run
+    inside the graph. Needs the TensorFlow backend. Load it with
+    `keras_synth.models.load_export(path)`.
 
     Args:
         classifier: a `SynthesizerTextClassifier` with a preprocessor.
@@ -192,11 +200,19 @@ def export_text_classifier(classifier, path, label_names=None,
         # `x=`: a positional 2-tuple would be read as `(x, y)`.
         inputs = preprocessor(x=tuple(texts))
         outputs = tf.cast(classifier(inputs, training=False), tf.float32)
+        lengths = preprocessor.packer.lengths(
+            tuple(preprocessor.tokenizer(t) for t in texts)
+        )
+        truncated = lengths > preprocessor.sequence_length
         if regression:
-            return {"score": tf.reshape(outputs, [-1])}
+            return {"score": tf.reshape(outputs, [-1]), "truncated": truncated}
         probabilities = outputs if softmax else tf.nn.softmax(outputs, -1)
         label = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
-        results = {"probabilities": probabilities, "label": label}
+        results = {
+            "probabilities": probabilities,
+            "label": label,
+            "truncated": truncated,
+        }
         if label_names is not None:
             names = tf.constant([str(n) for n in label_names], tf.string)
             results["label_name"] = tf.gather(names, label)
@@ -206,13 +222,14 @@ def export_text_classifier(classifier, path, label_names=None,
     archive.track(classifier)
     archive.track(preprocessor)
     archive.track(preprocessor.tokenizer)
-    archive.add_endpoint(
-        "serve",
-        serve,
-        input_signature=[
-            tf.TensorSpec([None], tf.string, name=name)
-            for name in input_names
-        ],
-    )
-    archive.write_out(path, verbose=False)
+    with tracing_for_export():
+        archive.add_endpoint(
+            "serve",
+            serve,
+            input_signature=[
+                tf.TensorSpec([None], tf.string, name=name)
+                for name in input_names
+            ],
+        )
+        archive.write_out(path, verbose=False)
     return path

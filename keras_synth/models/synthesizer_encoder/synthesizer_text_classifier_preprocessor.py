@@ -7,6 +7,8 @@ from keras_synth.models.synthesizer_encoder.synthesizer_backbone import Synthesi
 from keras_synth.models.preset_utils import check_local_preset
 from keras_synth.models.preset_utils import preset_sequence_length
 from keras_synth.models.tokenizers.synthesizer_tokenizer import SynthesizerTokenizer
+from keras_synth.models.truncation import CheckedPacker
+from keras_synth.models.truncation import check_truncation_mode
 
 # keras-hub finds the tokenizer of an encoder preset
 # (`keras_hub.tokenizers.Tokenizer.from_preset`) by its `backbone_cls`. Set
@@ -36,6 +38,13 @@ class SynthesizerTextClassifierPreprocessor(
         sequence_length: int, the packed length. Defaults to 128.
         truncate: `"round_robin"` or `"waterfall"`, how pairs are cut to
             `sequence_length`. Defaults to `"round_robin"`.
+        truncation: what happens to inputs longer than `sequence_length`
+            (special tokens included): `"warn"` (default) cuts them with a
+            `keras_synth.models.TruncationWarning` saying how many were cut
+            and their lengths, `"error"` raises, `"allow"` cuts them
+            silently. In a `tf.data` pipeline the check runs as a
+            `tf.py_function`; in an exported SavedModel `"warn"` does
+            nothing (see `keras_synth.models.truncation`).
         **kwargs: base layer arguments.
 
     Call arguments:
@@ -66,15 +75,25 @@ class SynthesizerTextClassifierPreprocessor(
     tokenizer_cls = SynthesizerTokenizer
 
     def __init__(self, tokenizer, sequence_length=128,
-                 truncate="round_robin", **kwargs):
+                 truncate="round_robin", truncation="warn", **kwargs):
         if not isinstance(sequence_length, int) or sequence_length < 3:
             raise ValueError(
                 "Argument `sequence_length` must be an int of at least 3 "
                 "(`[CLS]`, a token, `[SEP]`). Received: "
                 f"sequence_length={sequence_length!r}"
             )
+        self.truncation = check_truncation_mode(truncation)
         super().__init__(tokenizer=tokenizer, sequence_length=sequence_length,
                          truncate=truncate, **kwargs)
+
+    def build(self, input_shape):
+        super().build(input_shape)
+        self.packer = CheckedPacker(self.packer, self.truncation)
+
+    def get_config(self):
+        config = super().get_config()
+        config["truncation"] = self.truncation
+        return config
 
     @classmethod
     def from_preset(cls, preset, **kwargs):

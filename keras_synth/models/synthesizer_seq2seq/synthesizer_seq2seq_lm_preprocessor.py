@@ -9,6 +9,8 @@ from keras_synth.models.tokenizers.synthesizer_char_tokenizer import (
 from keras_synth.models.synthesizer_seq2seq.synthesizer_seq2seq_backbone import (
     SynthesizerSeq2SeqBackbone,
 )
+from keras_synth.models.truncation import CheckedPacker
+from keras_synth.models.truncation import check_truncation_mode
 
 ENCODER_TOKENIZER_CONFIG_FILE = "encoder_tokenizer.json"
 
@@ -37,6 +39,14 @@ class SynthesizerSeq2SeqLMPreprocessor(keras_hub.models.Seq2SeqLMPreprocessor):
             `tokenizer` serves both sides). Presets keep it apart from the
             target tokenizer: its `config_file` is set to
             `"encoder_tokenizer.json"` when it has the target's.
+        truncation: `"warn"` (default), `"error"` or `"allow"`: what
+            happens to sources longer than `encoder_sequence_length` and
+            training targets longer than `decoder_sequence_length`, special
+            tokens included (a `keras_synth.models.TruncationWarning`, a
+            `ValueError`, or silent cutting; see
+            `keras_synth.models.truncation` for `tf.data` and exports). A
+            `generate()` target prompt is never cut: one that fills the
+            decoder's context raises a `ValueError`.
 
     Call arguments:
         x: dict of `encoder_text` and `decoder_text` strings.
@@ -67,8 +77,10 @@ class SynthesizerSeq2SeqLMPreprocessor(keras_hub.models.Seq2SeqLMPreprocessor):
         encoder_sequence_length=1024,
         decoder_sequence_length=1024,
         encoder_tokenizer=None,
+        truncation="warn",
         **kwargs,
     ):
+        self.truncation = check_truncation_mode(truncation)
         super().__init__(
             tokenizer,
             encoder_sequence_length=encoder_sequence_length,
@@ -95,6 +107,24 @@ class SynthesizerSeq2SeqLMPreprocessor(keras_hub.models.Seq2SeqLMPreprocessor):
                 sequence_length=self.encoder_sequence_length,
                 return_padding_mask=True,
             )
+        self.encoder_packer = CheckedPacker(
+            self.encoder_packer, self.truncation, what="sources",
+            argument="encoder_sequence_length",
+        )
+        self.decoder_packer = CheckedPacker(
+            self.decoder_packer, self.truncation, what="targets",
+            argument="decoder_sequence_length", offset=1,
+        )
+
+    def _base_source_unchecked(self):
+        """Stops the check of the base class's source packing.
+
+        With a source tokenizer of its own, the base class packs the source
+        tokenized by the target tokenizer, features that `_with_source`
+        replaces: only the second packing is measured.
+        """
+        if self.encoder_tokenizer is not None:
+            self.encoder_packer.truncation = "allow"
 
     def _with_source(self, inputs, encoder_text, encoder_sequence_length):
         """`inputs` with the encoder features of `encoder_tokenizer`.
@@ -104,6 +134,7 @@ class SynthesizerSeq2SeqLMPreprocessor(keras_hub.models.Seq2SeqLMPreprocessor):
         """
         if self.encoder_tokenizer is None:
             return inputs
+        self.encoder_packer.truncation = self.truncation
         token_ids, padding_mask = self.encoder_packer(
             self.encoder_tokenizer(encoder_text),
             sequence_length=(
@@ -117,7 +148,13 @@ class SynthesizerSeq2SeqLMPreprocessor(keras_hub.models.Seq2SeqLMPreprocessor):
         )
 
     def call(self, x, y=None, sample_weight=None, **kwargs):
-        outputs = super().call(x, y, sample_weight, **kwargs)
+        if not self.built:
+            self.build(None)
+        self._base_source_unchecked()
+        try:
+            outputs = super().call(x, y, sample_weight, **kwargs)
+        finally:
+            self.encoder_packer.truncation = self.truncation
         if self.encoder_tokenizer is None:
             return outputs
         x_out, y, sample_weight = keras.utils.unpack_x_y_sample_weight(outputs)
@@ -127,7 +164,22 @@ class SynthesizerSeq2SeqLMPreprocessor(keras_hub.models.Seq2SeqLMPreprocessor):
         return keras.utils.pack_x_y_sample_weight(x_out, y, sample_weight)
 
     def generate_preprocess(self, x, **kwargs):
-        outputs = super().generate_preprocess(x, **kwargs)
+        if not self.built:
+            self.build(None)
+        self._base_source_unchecked()
+        decoder_packer = self.decoder_packer
+        self.decoder_packer = CheckedPacker(
+            decoder_packer.packer, "error", what="target prompt",
+            room=True, argument=(
+                "`max_length` of `generate()`, default the preprocessor's "
+                "`decoder_sequence_length`"
+            ),
+        )
+        try:
+            outputs = super().generate_preprocess(x, **kwargs)
+        finally:
+            self.decoder_packer = decoder_packer
+            self.encoder_packer.truncation = self.truncation
         encoder_text = x["encoder_text"] if isinstance(x, dict) else x
         return self._with_source(
             outputs, encoder_text, kwargs.get("encoder_sequence_length")
@@ -138,6 +190,7 @@ class SynthesizerSeq2SeqLMPreprocessor(keras_hub.models.Seq2SeqLMPreprocessor):
         config = super().get_config()
         config.update(
             {
+                "truncation": self.truncation,
                 "encoder_sequence_length": self.encoder_sequence_length,
                 "decoder_sequence_length": self.decoder_sequence_length,
                 "encoder_tokenizer": (
