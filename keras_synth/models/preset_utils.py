@@ -88,3 +88,109 @@ def load_local_tokenizer(preset, config_file, cls, **kwargs):
     tokenizer = keras.saving.deserialize_keras_object(config)
     tokenizer.load_preset_assets(preset)
     return tokenizer
+
+
+def local_preset_path(preset):
+    """The folder of a local preset, or None (a handle, a built-in name)."""
+    if not isinstance(preset, str) or "://" in preset:
+        return None
+    path = os.path.expanduser(preset)
+    return path if os.path.isdir(path) else None
+
+
+def saved_class_name(path, file_name):
+    """`(class_name, class)` saved in a preset's json file, or None.
+
+    The class is None when it is not registered (another package's).
+    """
+    import json
+
+    import keras
+
+    full = os.path.join(path, file_name)
+    if not os.path.isfile(full):
+        return None
+    with open(full, encoding="utf-8") as f:
+        config = json.load(f)
+    name = config.get("class_name")
+    registered = config.get("registered_name") or name
+    saved = keras.saving.get_registered_object(registered)
+    return name, saved if isinstance(saved, type) else None
+
+
+def check_preset_class(preset, cls, expected_backbone):
+    """Raises if a local preset's backbone is not an `expected_backbone`.
+
+    Names the preset's task (task.json) and backbone (config.json) classes
+    and the ones `cls.from_preset` expects, and which class loads it.
+    """
+    path = local_preset_path(preset)
+    if path is None or expected_backbone is None:
+        return
+    backbone = saved_class_name(path, "config.json")
+    if backbone is None:
+        return
+    name, saved = backbone
+    if saved is not None and issubclass(saved, expected_backbone):
+        return
+    if saved is None and name == expected_backbone.__name__:
+        return
+    task = saved_class_name(path, "task.json")
+    holds = f"a `{task[0]}` (backbone `{name}`)" if task else f"a `{name}`"
+    loader = task[0] if task else name
+    raise ValueError(
+        f"Argument `preset`: {preset!r} holds {holds}, but "
+        f"`{cls.__name__}.from_preset` expects a preset with a "
+        f"`{expected_backbone.__name__}` backbone. Load it with "
+        f"`{loader}.from_preset`."
+    )
+
+
+def corrupt_weights_files(path):
+    """The `.h5` files of a local preset that h5py cannot open."""
+    import h5py
+
+    corrupt = []
+    for name in sorted(os.listdir(path)):
+        if name.endswith(".h5"):
+            try:
+                h5py.File(os.path.join(path, name), "r").close()
+            except OSError:
+                corrupt.append(os.path.join(path, name))
+    return corrupt
+
+
+def load_preset(cls, preset, load, expected_backbone=None):
+    """`load()`, with errors that name the preset's file and the fault.
+
+    The preset is checked first (`check_local_preset`, and
+    `check_preset_class` against `expected_backbone`). An `OSError` of
+    h5py while loading (a `model.weights.h5` cut short) becomes an
+    `OSError` that names the corrupt file, the original as its cause.
+    A missing asset already raises keras-hub's `FileNotFoundError`, which
+    names the file.
+
+    Args:
+        cls: the class whose `from_preset` runs.
+        preset: the preset handle or path.
+        load: a function without arguments: the keras-hub loading.
+        expected_backbone: the backbone class the preset must have, or
+            None.
+    """
+    check_local_preset(preset)
+    check_preset_class(preset, cls, expected_backbone)
+    try:
+        return load()
+    except OSError as error:
+        if isinstance(error, FileNotFoundError):
+            raise
+        path = local_preset_path(preset)
+        corrupt = corrupt_weights_files(path) if path else []
+        if not corrupt:
+            raise
+        raise OSError(
+            f"Argument `preset`: the weights file {corrupt[0]!r} of preset "
+            f"{preset!r} is corrupt or incomplete (cut short?) and cannot "
+            f"be read ({error}). Save the preset again "
+            "(`save_to_preset`) or copy the file again."
+        ) from error

@@ -133,7 +133,26 @@ def report_truncation(lengths, sequence_length, truncation, what, argument):
     message = truncation_message(values, sequence_length, what, argument)
     if truncation == "error":
         raise ValueError(message)
-    warnings.warn(message, TruncationWarning, stacklevel=4)
+    warnings.warn(message, TruncationWarning, stacklevel=caller_stacklevel())
+
+
+def caller_stacklevel():
+    """The `stacklevel` of the first frame outside the libraries.
+
+    The warning then points at the user's line (`preprocessor(x)`,
+    `lm.generate(...)`), not at keras-hub's wrappers.
+    """
+    import sys
+
+    inside = ("keras_synth", "keras_hub", "keras", "tensorflow", "tree",
+              "optree")
+    frame, level = sys._getframe(1), 1
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if module.split(".")[0] not in inside:
+            return level
+        frame, level = frame.f_back, level + 1
+    return 1
 
 
 def check_room(lengths, sequence_length, what, argument):

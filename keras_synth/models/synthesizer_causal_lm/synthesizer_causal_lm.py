@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_synth.models.preset_utils import load_preset
 from keras_synth._hub import keras_hub
 from keras_synth.models import generation_utils as utils
 from keras_synth.models.synthesizer_causal_lm.synthesizer_causal_lm_backbone import (
@@ -63,6 +64,15 @@ class SynthesizerCausalLM(
         hidden_states = backbone(inputs)
         outputs = backbone.token_embedding(hidden_states, reverse=True)
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+
+    @classmethod
+    def from_preset(cls, preset, **kwargs):
+        return load_preset(
+            cls, preset,
+            lambda: super(SynthesizerCausalLM, cls).from_preset(
+                preset, **kwargs),
+            expected_backbone=cls.backbone_cls,
+        )
 
     def call_with_cache(self, token_ids, cache, cache_update_index):
         """Forward pass of the tokens at `cache_update_index` with caches.

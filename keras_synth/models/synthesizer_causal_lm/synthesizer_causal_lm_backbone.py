@@ -2,6 +2,7 @@
 
 import keras
 
+from keras_synth.models.preset_utils import load_preset
 from keras_synth.layers import SynthesizerDecoder
 from keras_synth._hub import keras_hub
 from keras_synth.models import generation_utils as utils
@@ -152,6 +153,15 @@ class SynthesizerCausalLMBackbone(
             normalize_first=normalize_first,
             layer_norm_epsilon=layer_norm_epsilon,
             synthesizer_options=synthesizer_options,
+        )
+
+    @classmethod
+    def from_preset(cls, preset, **kwargs):
+        return load_preset(
+            cls, preset,
+            lambda: super(SynthesizerCausalLMBackbone, cls).from_preset(
+                preset, **kwargs),
+            expected_backbone=cls,
         )
 
     def embed(self, token_ids, start_index=0, training=None):

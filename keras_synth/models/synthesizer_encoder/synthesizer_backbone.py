@@ -7,6 +7,7 @@ from keras_synth.layers import SynthesizerEncoder
 from keras_synth.models.backbone_utils import ConfigAttributesMixin
 from keras_synth.models.backbone_utils import synthesizer_options_argument
 from keras_synth.models.preset_utils import check_local_preset
+from keras_synth.models.preset_utils import load_preset
 
 POOLINGS = ("mean", "cls", "cls_dense")
 
@@ -223,8 +224,12 @@ class SynthesizerBackbone(ConfigAttributesMixin, keras_hub.models.Backbone):
 
     @classmethod
     def from_preset(cls, preset, **kwargs):
-        check_local_preset(preset)
-        return super().from_preset(preset, **kwargs)
+        return load_preset(
+            cls, preset,
+            lambda: super(SynthesizerBackbone, cls).from_preset(
+                preset, **kwargs),
+            expected_backbone=cls,
+        )
 
     def get_config(self):
         config = super().get_config()

@@ -4,6 +4,7 @@ import keras
 from keras_synth._hub import keras_hub
 
 from keras_synth.models.preset_utils import check_local_preset
+from keras_synth.models.preset_utils import load_preset
 from keras_synth.models.synthesizer_encoder.synthesizer_backbone import SynthesizerBackbone
 from keras_synth.models.synthesizer_encoder.synthesizer_masked_lm_preprocessor import (  # noqa: E501
     SynthesizerMaskedLMPreprocessor,
@@ -120,5 +121,9 @@ class SynthesizerMaskedLM(keras_hub.models.MaskedLM):
 
     @classmethod
     def from_preset(cls, preset, **kwargs):
-        check_local_preset(preset)
-        return super().from_preset(preset, **kwargs)
+        return load_preset(
+            cls, preset,
+            lambda: super(SynthesizerMaskedLM, cls).from_preset(
+                preset, **kwargs),
+            expected_backbone=cls.backbone_cls,
+        )

@@ -6,6 +6,7 @@ from keras_synth._hub import keras_hub
 
 from keras_synth.models.synthesizer_encoder.synthesizer_backbone import SynthesizerBackbone
 from keras_synth.models.preset_utils import check_local_preset
+from keras_synth.models.preset_utils import load_preset
 from keras_synth.models.truncation import tracing_for_export
 from keras_synth.models.synthesizer_encoder.synthesizer_text_classifier_preprocessor import (
     SynthesizerTextClassifierPreprocessor,
@@ -95,8 +96,12 @@ class SynthesizerTextClassifier(keras_hub.models.TextClassifier):
 
     @classmethod
     def from_preset(cls, preset, **kwargs):
-        check_local_preset(preset)
-        return super().from_preset(preset, **kwargs)
+        return load_preset(
+            cls, preset,
+            lambda: super(SynthesizerTextClassifier, cls).from_preset(
+                preset, **kwargs),
+            expected_backbone=cls.backbone_cls,
+        )
 
     def compile(self, optimizer="auto", loss="auto", *, metrics="auto",
                 **kwargs):

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_synth.models.preset_utils import load_preset
 from keras_synth.layers import SynthesizerDecoder
 from keras_synth.layers import SynthesizerEncoder
 from keras_synth._hub import keras_hub
@@ -224,6 +225,15 @@ class SynthesizerSeq2SeqBackbone(
             layer_norm_epsilon=layer_norm_epsilon,
             synthesizer_options=synthesizer_options,
             encoder_vocabulary_size=encoder_vocabulary_size,
+        )
+
+    @classmethod
+    def from_preset(cls, preset, **kwargs):
+        return load_preset(
+            cls, preset,
+            lambda: super(SynthesizerSeq2SeqBackbone, cls).from_preset(
+                preset, **kwargs),
+            expected_backbone=cls,
         )
 
     def encode(self, token_ids, padding_mask, training=None):

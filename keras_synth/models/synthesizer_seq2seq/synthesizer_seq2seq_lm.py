@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_synth.models.preset_utils import load_preset
 from keras_synth._hub import keras_hub
 from keras_synth.models import generation_utils as utils
 from keras_synth.models.synthesizer_seq2seq.synthesizer_seq2seq_backbone import (
@@ -69,6 +70,15 @@ class SynthesizerSeq2SeqLM(
         hidden_states = backbone(inputs)["decoder_sequence_output"]
         outputs = backbone.token_embedding(hidden_states, reverse=True)
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+
+    @classmethod
+    def from_preset(cls, preset, **kwargs):
+        return load_preset(
+            cls, preset,
+            lambda: super(SynthesizerSeq2SeqLM, cls).from_preset(
+                preset, **kwargs),
+            expected_backbone=cls.backbone_cls,
+        )
 
     def call_encoder(self, token_ids, padding_mask):
         """The encoder output `(batch, S, hidden_dim)`."""
