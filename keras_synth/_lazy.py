@@ -67,6 +67,12 @@ DEFERRED = {
         _MODELS + "synthesizer_encoder."
         "synthesizer_text_classifier_preprocessor:"
         "SynthesizerTextClassifierPreprocessor",
+    "keras_synth>SynthesizerMaskedLM":
+        _MODELS + "synthesizer_encoder.synthesizer_masked_lm:"
+        "SynthesizerMaskedLM",
+    "keras_synth>SynthesizerMaskedLMPreprocessor":
+        _MODELS + "synthesizer_encoder.synthesizer_masked_lm_preprocessor:"
+        "SynthesizerMaskedLMPreprocessor",
     "keras_synth>SynthesizerCausalLMBackbone":
         _MODELS + "synthesizer_causal_lm.synthesizer_causal_lm_backbone:"
         "SynthesizerCausalLMBackbone",

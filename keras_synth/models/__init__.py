@@ -5,6 +5,7 @@ from keras_synth import _lazy
 
 # Registers release 0.1.0's names of the byte tokenizer and the schedule.
 from keras_synth.models import legacy_names  # noqa: F401
+from keras_synth.models.conversion import convert_keras_hub_backbone
 from keras_synth.models.generation_export import export_generator
 from keras_synth.models.losses import SmoothedSparseCategoricalCrossentropy
 from keras_synth.models.schedules import InverseSqrtSchedule
@@ -16,6 +17,10 @@ from keras_synth.models.synthesizer_causal_lm import (
     SynthesizerCausalLMPreprocessor,
 )
 from keras_synth.models.synthesizer_encoder import SynthesizerBackbone
+from keras_synth.models.synthesizer_encoder import SynthesizerMaskedLM
+from keras_synth.models.synthesizer_encoder import (
+    SynthesizerMaskedLMPreprocessor,
+)
 from keras_synth.models.synthesizer_encoder import SynthesizerTextClassifier
 from keras_synth.models.synthesizer_encoder import (
     SynthesizerTextClassifierPreprocessor,
@@ -52,6 +57,8 @@ __all__ = [
     "SynthesizerCausalLMBackbone",
     "SynthesizerCausalLMPreprocessor",
     "SynthesizerCharTokenizer",
+    "SynthesizerMaskedLM",
+    "SynthesizerMaskedLMPreprocessor",
     "SynthesizerSeq2SeqBackbone",
     "SynthesizerSeq2SeqLM",
     "SynthesizerSeq2SeqLMPreprocessor",
@@ -59,6 +66,7 @@ __all__ = [
     "SynthesizerTextClassifier",
     "SynthesizerTextClassifierPreprocessor",
     "SynthesizerTokenizer",
+    "convert_keras_hub_backbone",
     "export_generator",
     "export_text_classifier",
     "learn_wordpiece_vocabulary",

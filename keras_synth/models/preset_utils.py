@@ -32,6 +32,31 @@ def check_local_preset(preset):
         )
 
 
+def preset_sequence_length(loader):
+    """The `sequence_length` of the preprocessor saved in a preset, or None.
+
+    A task's preprocessor built from a preset saved by another task (a
+    text classifier from a masked-LM preset, say) reads the saved
+    preprocessor's packed length from `preprocessor.json`, instead of its
+    own class default, which may exceed the backbone's
+    `max_sequence_length`.
+
+    Args:
+        loader: a keras-hub preset loader (its `preset`).
+    """
+    from keras_hub.src.utils import preset_utils
+
+    preset = getattr(loader, "preset", None)
+    if preset is None or not preset_utils.check_file_exists(
+        preset, preset_utils.PREPROCESSOR_CONFIG_FILE
+    ):
+        return None
+    config = preset_utils.load_json(
+        preset, preset_utils.PREPROCESSOR_CONFIG_FILE)
+    length = config.get("config", {}).get("sequence_length")
+    return length if isinstance(length, int) else None
+
+
 def load_local_tokenizer(preset, config_file, cls, **kwargs):
     """The tokenizer saved in a local preset directory, when it is a `cls`.
 

@@ -1,7 +1,14 @@
-"""The encoder family: backbone, text classifier and its preprocessor."""
+"""The encoder family: backbone, text classifier, masked LM and their
+preprocessors."""
 
 from keras_synth.models.synthesizer_encoder.synthesizer_backbone import (
     SynthesizerBackbone,
+)
+from keras_synth.models.synthesizer_encoder.synthesizer_masked_lm import (
+    SynthesizerMaskedLM,
+)
+from keras_synth.models.synthesizer_encoder.synthesizer_masked_lm_preprocessor import (  # noqa: E501
+    SynthesizerMaskedLMPreprocessor,
 )
 from keras_synth.models.synthesizer_encoder.synthesizer_text_classifier import (
     SynthesizerTextClassifier,
@@ -15,6 +22,8 @@ from keras_synth.models.synthesizer_encoder.synthesizer_text_classifier_preproce
 
 __all__ = [
     "SynthesizerBackbone",
+    "SynthesizerMaskedLM",
+    "SynthesizerMaskedLMPreprocessor",
     "SynthesizerTextClassifier",
     "SynthesizerTextClassifierPreprocessor",
     "export_text_classifier",
