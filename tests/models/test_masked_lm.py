@@ -171,6 +171,18 @@ def test_preprocessor_config_and_default_selection_length():
     x, _, _ = preprocessor(TEXTS[:2])
     assert tuple(x["mask_positions"].shape) == (2, 54)
     assert tuple(x["token_ids"].shape) == (2, 128)
+    import tensorflow as tf
+
+    def tf_data():  # (a dataset keeps the graph it traced)
+        return next(iter(tf.data.Dataset.from_tensor_slices(
+            TEXTS[:2]).batch(2).map(preprocessor)))
+
+    assert tuple(tf_data()[0]["mask_positions"].shape) == (2, 54)
+    preprocessor.sequence_length = 16  # after calls: the length follows
+    for x, _, _ in (preprocessor(TEXTS[:2]), tf_data()):
+        assert tuple(x["mask_positions"].shape) == (2, 11)
+        assert tuple(x["token_ids"].shape) == (2, 16)
+    preprocessor.sequence_length = 128
     restored = keras.saving.deserialize_keras_object(
         keras.saving.serialize_keras_object(preprocessor))
     assert isinstance(restored, SynthesizerMaskedLMPreprocessor)
