@@ -13,6 +13,13 @@ with _lazy.importing_keras_hub():
     except ImportError:  # pragma: no cover - older installs
         import keras_nlp as keras_hub
 
+    try:
+        # keras-hub's preprocessors decorate `call` with it: inputs become
+        # TensorFlow tensors, eager outputs the backend's tensors.
+        from keras_hub.src.utils.tensor_utils import preprocessing_function
+    except ImportError:  # pragma: no cover - older installs
+        from keras_nlp.src.utils.tensor_utils import preprocessing_function
+
 keras_nlp = keras_hub
 
-__all__ = ["keras_hub", "keras_nlp"]
+__all__ = ["keras_hub", "keras_nlp", "preprocessing_function"]

@@ -91,6 +91,10 @@ DEFERRED = {
     "keras_synth>SynthesizerSeq2SeqLMPreprocessor":
         _MODELS + "synthesizer_seq2seq.synthesizer_seq2seq_lm_preprocessor:"
         "SynthesizerSeq2SeqLMPreprocessor",
+    "keras_synth>SynthesizerSpanCorruptionPreprocessor":
+        _MODELS + "synthesizer_seq2seq."
+        "synthesizer_span_corruption_preprocessor:"
+        "SynthesizerSpanCorruptionPreprocessor",
     "keras_synth>SynthesizerTokenizer":
         _MODELS + "tokenizers.synthesizer_tokenizer:SynthesizerTokenizer",
     "keras_synth>SynthesizerCharTokenizer":

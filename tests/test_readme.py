@@ -13,6 +13,9 @@ those documents resolves.
   (TensorFlow backend only: the recipes and SavedModels are TensorFlow's).
   These runs' exports must also say what they need (`assets/README.md`,
   `results.json`'s `export_usage`).
+- A Python block that downloads (a keras-hub preset) is preceded by
+  `<!-- readme-test: needs network -->`: it is compiled, not run, and the
+  `keras_synth` and `keras_hub` names it uses must exist.
 - Every `python -m recipes.X ...` command of a shell block is parsed by
   the recipe's own parser (a renamed or misspelled flag fails);
   `--help` must print the usage. Paths and `pip` extras named in shell
@@ -23,6 +26,7 @@ those documents resolves.
   hyphens).
 """
 
+import ast
 import contextlib
 import dataclasses
 import importlib
@@ -42,6 +46,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 DOCUMENTS = [ROOT / "README.md"] + sorted((ROOT / "docs").rglob("*.md"))
 NEEDS = re.compile(r"<!--\s*readme-test:\s*needs\s+(.+?)\s*-->")
 RECIPE_COMMAND = re.compile(r"python -m (recipes\.\w+)((?:\s+\S+)*)")
+NETWORK = "network"
 PRINT_PROMISE = re.compile(r"^\s*print\(.*\)\s+#\s*(.+?)\s*$")
 
 # Flags appended to a `needs` command so that the run takes seconds.
@@ -62,6 +67,7 @@ PARSERS = {
     "recipes.glue": "recipes.glue.train",
     "recipes.translate": "recipes.translate.train",
     "recipes.lm": "recipes.lm.train",
+    "recipes.pretrain": "recipes.pretrain.train",
     "recipes.benchmark": "recipes.benchmark",
 }
 
@@ -134,7 +140,8 @@ def test_the_documents_have_blocks_of_each_kind():
     assert {b.path for b in BLOCKS} >= {ROOT / "docs" / "recipes" / name
                                         for name in ("glue.md", "lm.md",
                                                      "translate.md")}
-    assert {b.needs.split()[2] for b in PYTHON if b.needs} == set(SHORT_RUNS)
+    assert {b.needs.split()[2] for b in PYTHON
+            if b.needs and b.needs != NETWORK} == set(SHORT_RUNS)
 
 
 def test_the_readme_is_the_front_door():
@@ -146,6 +153,27 @@ def test_the_readme_is_the_front_door():
     assert re.search(r"```python\n(.*?)```", usage, re.S)
     assert ("for b in tensorflow jax torch; do KERAS_BACKEND=$b python -m "
             "pytest -q tests || exit 1; done") in readme
+
+
+def check_names_exist(block):
+    """A block not run (it downloads): it compiles, and the names it
+    imports from `keras_synth` and the `keras_hub.X.Y` it uses exist."""
+    tree = ast.parse(compile(block.code, block.name, "exec",
+                             ast.PyCF_ONLY_AST))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module.startswith(
+                "keras_synth"):
+            module = importlib.import_module(node.module)
+            for alias in node.names:
+                assert hasattr(module, alias.name), (block.name, alias.name)
+        if (isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Attribute)
+                and isinstance(node.value.value, ast.Name)
+                and node.value.value.id == "keras_hub"):
+            package = getattr(importlib.import_module("keras_hub"),
+                              node.value.attr)
+            assert hasattr(package, node.attr), (
+                block.name, f"keras_hub.{node.value.attr}.{node.attr}")
 
 
 @pytest.fixture(scope="session")
@@ -177,6 +205,9 @@ def recipe_run(tmp_path_factory):
 @pytest.mark.parametrize("block", PYTHON, ids=lambda b: b.name)
 def test_python_block_runs_as_written(block, tmp_path, monkeypatch,
                                       recipe_run):
+    if block.needs == NETWORK:
+        check_names_exist(block)
+        return
     if block.needs:
         if keras.backend.backend() != "tensorflow":
             pytest.skip("needs a recipe run directory and its SavedModel "
@@ -240,7 +271,7 @@ def test_paths_and_extras_in_shell_blocks_exist():
 
 
 @pytest.mark.parametrize("needs", sorted({b.needs for b in PYTHON
-                                          if b.needs}))
+                                          if b.needs and b.needs != NETWORK}))
 def test_the_exports_say_what_they_need(needs, recipe_run):
     if keras.backend.backend() != "tensorflow":
         pytest.skip("the recipes run on the TensorFlow backend")

@@ -5,6 +5,7 @@ from keras_synth import _lazy
 
 # Registers release 0.1.0's names of the byte tokenizer and the schedule.
 from keras_synth.models import legacy_names  # noqa: F401
+from keras_synth.models.conversion import convert_keras_hub_backbone
 from keras_synth.models.generation_export import export_generator
 from keras_synth.models.losses import SmoothedSparseCategoricalCrossentropy
 from keras_synth.models.schedules import InverseSqrtSchedule
@@ -30,15 +31,25 @@ from keras_synth.models.synthesizer_seq2seq import SynthesizerSeq2SeqLM
 from keras_synth.models.synthesizer_seq2seq import (
     SynthesizerSeq2SeqLMPreprocessor,
 )
+from keras_synth.models.synthesizer_seq2seq import (
+    SynthesizerSpanCorruptionPreprocessor,
+)
+from keras_synth.models.synthesizer_seq2seq import random_spans_noise_mask
+from keras_synth.models.synthesizer_seq2seq import span_corruption_counts
+from keras_synth.models.synthesizer_seq2seq import span_corruption_lengths
+from keras_synth.models.synthesizer_seq2seq import span_corruption_text_length
 from keras_synth.models.tokenizers import RESERVED_TOKENS
+from keras_synth.models.tokenizers import SENTINEL_TOKEN_FORMAT
 from keras_synth.models.tokenizers import SynthesizerByteTokenizer
 from keras_synth.models.tokenizers import SynthesizerCharTokenizer
 from keras_synth.models.tokenizers import SynthesizerTokenizer
 from keras_synth.models.tokenizers import learn_wordpiece_vocabulary
+from keras_synth.models.tokenizers import sentinel_tokens
 
 __all__ = [
     "InverseSqrtSchedule",
     "RESERVED_TOKENS",
+    "SENTINEL_TOKEN_FORMAT",
     "SmoothedSparseCategoricalCrossentropy",
     "SynthesizerBackbone",
     "SynthesizerByteTokenizer",
@@ -51,12 +62,19 @@ __all__ = [
     "SynthesizerSeq2SeqBackbone",
     "SynthesizerSeq2SeqLM",
     "SynthesizerSeq2SeqLMPreprocessor",
+    "SynthesizerSpanCorruptionPreprocessor",
     "SynthesizerTextClassifier",
     "SynthesizerTextClassifierPreprocessor",
     "SynthesizerTokenizer",
+    "convert_keras_hub_backbone",
     "export_generator",
     "export_text_classifier",
     "learn_wordpiece_vocabulary",
+    "random_spans_noise_mask",
+    "sentinel_tokens",
+    "span_corruption_counts",
+    "span_corruption_lengths",
+    "span_corruption_text_length",
 ]
 
 # The package's other keras-hub classes too, for keras-hub's loaders.

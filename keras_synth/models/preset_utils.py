@@ -55,3 +55,36 @@ def preset_sequence_length(loader):
         preset, preset_utils.PREPROCESSOR_CONFIG_FILE)
     length = config.get("config", {}).get("sequence_length")
     return length if isinstance(length, int) else None
+
+
+def load_local_tokenizer(preset, config_file, cls, **kwargs):
+    """The tokenizer saved in a local preset directory, when it is a `cls`.
+
+    keras-hub's `Tokenizer.from_preset` looks for a tokenizer class whose
+    `backbone_cls` is the preset's backbone, so a tokenizer class shared by
+    several model families (`SynthesizerTokenizer`) would not load from the
+    presets of the others; the saved configuration says what it is.
+
+    Returns:
+        The tokenizer with its assets, or `None`: `preset` is not a local
+        directory, or holds no `config_file` of a `cls`.
+    """
+    import json
+
+    import keras
+
+    if not isinstance(preset, str) or "://" in preset:
+        return None
+    path = os.path.join(os.path.expanduser(preset), config_file)
+    if not os.path.isfile(path):
+        return None
+    with open(path, encoding="utf-8") as file:
+        config = json.load(file)
+    saved = keras.saving.get_registered_object(
+        config.get("registered_name", ""))
+    if not (isinstance(saved, type) and issubclass(saved, cls)):
+        return None
+    config = dict(config, config={**config.get("config", {}), **kwargs})
+    tokenizer = keras.saving.deserialize_keras_object(config)
+    tokenizer.load_preset_assets(preset)
+    return tokenizer

@@ -11,18 +11,22 @@ RESERVED_TOKENS = ("[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]")
 PAD, CLS, SEP, UNK, MASK = RESERVED_TOKENS
 
 
-def learn_wordpiece_vocabulary(texts, vocab_size, lowercase=True):
+def learn_wordpiece_vocabulary(texts, vocab_size, lowercase=True,
+                               **options):
     """Learns a WordPiece vocabulary from an iterable of strings
     (`keras_synth.models.learn_wordpiece_vocabulary`: the `tokenizers`
     library's WordPiece trainer with keras-hub's normalisation and word
     splitting, `RESERVED_TOKENS` first, `[PAD]` at id 0).
+
+    `options`: more arguments of the package's function (e.g. reserved
+    sentinel tokens).
 
     Returns:
         The list of tokens.
     """
     from keras_synth.models import learn_wordpiece_vocabulary as learn
 
-    return learn(texts, vocab_size, lowercase)
+    return learn(texts, vocab_size, lowercase, **options)
 
 
 def load_vocabulary(path, reserved_tokens=RESERVED_TOKENS):
@@ -65,23 +69,27 @@ def wordpiece_tokenizer(vocab, lowercase=True):
 
 
 def prepare_vocabulary(run_dir, texts, vocab_file=None, vocab_size=8000,
-                       lowercase=True, log=print, filename="vocab.txt"):
+                       lowercase=True, log=print, filename="vocab.txt",
+                       learn_options=None, reserved_tokens=RESERVED_TOKENS):
     """Returns the run's vocabulary, saved as `<run_dir>/<filename>`.
 
     A resumed run reuses its saved vocabulary; otherwise `vocab_file` is
     copied, or a vocabulary is learned from `texts` (a callable returning
     the training strings, so that they are only read when needed). A run
     with several vocabularies (e.g. one per language) gives each its own
-    `filename`.
+    `filename`. `learn_options` are more arguments of
+    `learn_wordpiece_vocabulary`; a `vocab_file` must hold every token of
+    `reserved_tokens`.
     """
     saved = run_dir.path(filename)
     if files.isfile(saved):
-        return load_vocabulary(saved)
+        return load_vocabulary(saved, reserved_tokens)
     if vocab_file:
-        vocab = load_vocabulary(vocab_file)
+        vocab = load_vocabulary(vocab_file, reserved_tokens)
     else:
         start = time.time()
-        vocab = learn_wordpiece_vocabulary(texts(), vocab_size, lowercase)
+        vocab = learn_wordpiece_vocabulary(texts(), vocab_size, lowercase,
+                                           **(learn_options or {}))
         log(f"Learned a WordPiece vocabulary of {len(vocab)} tokens in "
             f"{time.time() - start:.1f}s.")
     if run_dir.is_chief:

@@ -144,6 +144,7 @@ def build_model(
     intermediate_dim=None,
     dropout=0.1,
     pooling="mean",
+    preset=None,
     **synthesizer_kwargs,
 ):
     """Builds the classifier (or regressor) and an attention probe.
@@ -153,6 +154,9 @@ def build_model(
     blocks; `"mean"` or `"cls"` pooling), without a preprocessor: it takes
     the packed int32 inputs of `make_dataset` (`L <= sequence_length`).
     Attach the preprocessor for raw strings (`export.export_saved_model`).
+    With `preset` (a preset folder), the backbone and its weights are the
+    preset's (its architecture, with this `dropout` and `pooling`); the
+    head is new.
 
     Returns:
         `(model, probe)`: `model` maps `{"token_ids", "segment_ids",
@@ -165,7 +169,35 @@ def build_model(
             f"Unknown pooling {pooling!r} (argument `--pooling`). Expected "
             "one of ('mean', 'cls')."
         )
-    backbone = SynthesizerBackbone(
+    if preset is not None:
+        backbone = SynthesizerBackbone.from_preset(
+            preset, dropout=dropout, pooling=pooling)
+        if backbone.vocabulary_size != vocab_size:
+            raise ValueError(
+                f"The preset {preset}'s backbone embeds "
+                f"{backbone.vocabulary_size} tokens; its vocabulary holds "
+                f"{vocab_size}.")
+    else:
+        backbone = _new_backbone(vocab_size, num_segments, sequence_length,
+                                 synthesizer, hidden_dim, num_layers,
+                                 num_heads, intermediate_dim, dropout,
+                                 pooling, synthesizer_kwargs)
+    model = SynthesizerTextClassifier(backbone, num_classes=num_classes,
+                                      dropout=dropout,
+                                      name="glue_synthesizer")
+
+    def probe(inputs):
+        """Attention scores `(B, H, L, L)` of each block, eagerly."""
+        return [keras.ops.convert_to_numpy(s)
+                for s in backbone.attention_scores(inputs)]
+
+    return model, probe
+
+
+def _new_backbone(vocab_size, num_segments, sequence_length, synthesizer,
+                  hidden_dim, num_layers, num_heads, intermediate_dim,
+                  dropout, pooling, synthesizer_kwargs):
+    return SynthesizerBackbone(
         vocabulary_size=vocab_size,
         num_layers=num_layers,
         num_heads=num_heads,
@@ -178,16 +210,6 @@ def build_model(
         dropout=dropout,
         **synthesizer_kwargs,
     )
-    model = SynthesizerTextClassifier(backbone, num_classes=num_classes,
-                                      dropout=dropout,
-                                      name="glue_synthesizer")
-
-    def probe(inputs):
-        """Attention scores `(B, H, L, L)` of each block, eagerly."""
-        return [keras.ops.convert_to_numpy(s)
-                for s in backbone.attention_scores(inputs)]
-
-    return model, probe
 
 
 def compile_model(model, task, learning_rate, total_steps,

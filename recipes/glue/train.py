@@ -8,6 +8,10 @@ Examples:
     # GLUE's TSV files, two GPUs:
     python -m recipes.glue --task=sst2 --data_dir=glue_data \
         --synthesizer=dense --strategy=mirrored --mixed_precision=bfloat16
+
+    # Fine-tune a pretrained backbone (recipes.pretrain's preset):
+    python -m recipes.glue --task=sst2 --data_dir=glue_data \
+        --preset=runs/pretrain/mlm-files-random_vanilla/preset
 """
 
 import os
@@ -16,12 +20,20 @@ import time
 from recipes import cli
 from recipes.core import experiment
 from recipes.core import flags
+from recipes.core import presets
 from recipes.core import runtime
 from recipes.core import vocabulary
 from recipes.glue import metrics as metrics_lib
 from recipes.glue import tasks as tasks_lib
 
 PROG = "python -m recipes.glue"
+# The architecture flags: a preset decides them (`presets.resolve_flags`);
+# these are their defaults without one.
+MODEL_DEFAULTS = {"synthesizer": "random+vanilla", "num_layers": 2,
+                  "hidden_dim": 128, "num_heads": 4, "intermediate_dim": None,
+                  "synthesizer_options": None, "max_length": 128,
+                  "vocab_size": 8000, "lowercase": True, "pooling": "mean"}
+PRESET_BACKBONES = ("SynthesizerBackbone",)
 
 
 def build_parser():
@@ -71,10 +83,40 @@ def build_parser():
                        action="store_false",
                        help="Keep case in the WordPiece tokenizer (by "
                        "default text is lowercased).")
+    group.add_argument(
+        "--preset", default=None,
+        help="Fine-tune from a keras-hub preset folder holding a "
+        "SynthesizerBackbone (recipes.pretrain's <model_dir>/preset, a "
+        "SynthesizerMaskedLM or SynthesizerTextClassifier preset): its "
+        "backbone weights, WordPiece vocabulary and architecture (a model "
+        "flag that contradicts it is an error); the head is new. "
+        "--max_length may be shorter than the preset's.")
     flags.add_common_flags(parser,
                             model_dir_default="runs/glue/<task>-<variant>")
     flags.add_output_switches(parser.add_argument_group("outputs"))
+    presets.defer_defaults(parser, MODEL_DEFAULTS)
     return parser
+
+
+def apply_preset(args, task):
+    """Fills the architecture flags from `--preset` (or the defaults);
+    ValueError on a flag that contradicts the preset."""
+    preset = presets.apply_preset(
+        args, PROG, PRESET_BACKBONES, MODEL_DEFAULTS, length_flag="max_length",
+        flags_to_config={"synthesizer": "synthesizer",
+                         "num_layers": "num_layers",
+                         "hidden_dim": "hidden_dim", "num_heads": "num_heads",
+                         "intermediate_dim": "intermediate_dim",
+                         "synthesizer_options": "synthesizer_options"},
+        chosen={"pooling": "pooling"},
+        flag_names={"lowercase": "--no_lowercase"})
+    if preset is not None and task.num_segments > preset.backbone.get(
+            "num_segments", 1):
+        raise ValueError(
+            f"Task {task.name} packs {task.num_segments} segments; the "
+            f"preset {args.preset}'s backbone embeds num_segments="
+            f"{preset.backbone.get('num_segments', 1)}. Pretrain with "
+            f"--num_segments={task.num_segments}.")
 
 
 def validate_args(args, check_options=True):
@@ -86,8 +128,7 @@ def validate_args(args, check_options=True):
     """
     task = tasks_lib.get_task(args.task)
     args.task = task.name
-    args.synthesizer = flags.canonical_synthesizer("synthesizer",
-                                                    args.synthesizer)
+    apply_preset(args, task)
     for name in ("max_length", "num_layers", "hidden_dim", "num_heads",
                  "batch_size", "epochs", "learning_rate", "vocab_size"):
         flags.positive(name, getattr(args, name))
@@ -160,7 +201,9 @@ def run(args, log=print):
         vocab = vocabulary.prepare_vocabulary(
             run_dir,
             lambda: [text for example in train.texts for text in example],
-            vocab_file=args.vocab_file,
+            vocab_file=(presets.read_preset(
+                args.preset, PRESET_BACKBONES, PROG).vocabulary_path
+                if args.preset else args.vocab_file),
             vocab_size=args.vocab_size,
             lowercase=args.lowercase,
             log=log,
@@ -192,6 +235,7 @@ def run(args, log=print):
 
     def build():
         model, built["probe"] = model_lib.build_model(
+            preset=args.preset,
             vocab_size=len(vocab),
             num_classes=task.num_classes,
             num_segments=task.num_segments,
@@ -215,7 +259,9 @@ def run(args, log=print):
         return model
 
     def describe(parameters):
-        return (f"Model: SynthesizerTextClassifier, {args.num_layers} x "
+        return (f"Model: SynthesizerTextClassifier"
+                + (f" from the preset {args.preset}" if args.preset else "")
+                + f", {args.num_layers} x "
                 f"SynthesizerEncoder({args.synthesizer!r}), width "
                 f"{args.hidden_dim}, {args.num_heads} heads, max_length "
                 f"{args.max_length}: {parameters:,} trainable parameters.")

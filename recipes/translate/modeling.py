@@ -145,9 +145,20 @@ def build_lm(src_vocab_size, tgt_vocab_size, max_length, synthesizer,
              cross_attention_synthesizer="vanilla", hidden_dim=256,
              num_layers=3, num_heads=4, intermediate_dim=None, dropout=0.1,
              shared=True, normalize_first=False,
-             synthesizer_options=None):
+             synthesizer_options=None, preset=None):
     """A `SynthesizerSeq2SeqLM` without preprocessor (the recipe feeds it
-    features; attach the preprocessor to generate from strings)."""
+    features; attach the preprocessor to generate from strings). With
+    `preset` (a preset folder, e.g. of span-corruption pretraining), the
+    backbone and its weights are the preset's, with this `dropout`."""
+    if preset is not None:
+        backbone = SynthesizerSeq2SeqBackbone.from_preset(preset,
+                                                          dropout=dropout)
+        if backbone.vocabulary_size != tgt_vocab_size:
+            raise ValueError(
+                f"The preset {preset}'s backbone embeds "
+                f"{backbone.vocabulary_size} tokens; its vocabulary holds "
+                f"{tgt_vocab_size}.")
+        return SynthesizerSeq2SeqLM(backbone, preprocessor=None)
     backbone = SynthesizerSeq2SeqBackbone(
         vocabulary_size=tgt_vocab_size,
         encoder_vocabulary_size=None if shared else src_vocab_size,

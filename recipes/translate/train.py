@@ -26,12 +26,22 @@ from recipes import cli
 from recipes.core import experiment
 from recipes.core import files
 from recipes.core import flags
+from recipes.core import presets
 from recipes.core import run_directory
 from recipes.core import runtime
 from recipes.core import vocabulary
 from recipes.translate import data as data_lib
 
 PROG = "python -m recipes.translate"
+# The architecture flags: a preset decides them (`presets.resolve_flags`);
+# these are their defaults without one.
+MODEL_DEFAULTS = {"synthesizer": "random+vanilla",
+                  "cross_attention_synthesizer": "vanilla", "num_layers": 3,
+                  "hidden_dim": 256, "num_heads": 4, "intermediate_dim": None,
+                  "synthesizer_options": None, "max_length": 64,
+                  "vocab_size": 8000, "lowercase": False,
+                  "normalize_first": False}
+PRESET_BACKBONES = ("SynthesizerSeq2SeqBackbone",)
 
 
 def build_parser():
@@ -132,6 +142,16 @@ def build_parser():
     group.add_argument("--decode_batch_size", type=int, default=64,
                        help="Sentences translated together.")
     flags.add_output_switches(group)
+    group = parser.add_argument_group("fine-tuning")
+    group.add_argument(
+        "--preset", default=None,
+        help="Fine-tune from a keras-hub preset folder holding a "
+        "SynthesizerSeq2SeqBackbone (recipes.pretrain "
+        "--objective=span_corruption's <model_dir>/preset, or a "
+        "SynthesizerSeq2SeqLM preset): its weights, shared WordPiece "
+        "vocabulary and architecture (a model flag that contradicts it is "
+        "an error). --max_length may be shorter than the preset's.")
+    presets.defer_defaults(parser, MODEL_DEFAULTS)
     return parser
 
 
@@ -153,9 +173,24 @@ def validate_args(args, check_options=True):
     Idempotent: `run` calls it again with that check.
     """
     data_lib.check_language_pair(args.src, args.tgt)
-    for flag in ("synthesizer", "cross_attention_synthesizer"):
-        setattr(args, flag,
-                flags.canonical_synthesizer(flag, getattr(args, flag)))
+    preset = presets.apply_preset(
+        args, PROG, PRESET_BACKBONES, MODEL_DEFAULTS, length_flag="max_length",
+        flags_to_config={
+            flag: flag for flag in (
+                "synthesizer", "cross_attention_synthesizer", "num_layers",
+                "hidden_dim", "num_heads", "intermediate_dim",
+                "synthesizer_options", "normalize_first")},
+        flag_names={"lowercase": "--lowercase",
+                    "normalize_first": "--normalize_first"})
+    if preset is not None and args.vocab != "shared":
+        raise ValueError(
+            f"Argument `--vocab={args.vocab}`: the preset {args.preset} "
+            "brings one vocabulary for both languages; use --vocab=shared.")
+    if preset is not None and preset.backbone.get("encoder_vocabulary_size"):
+        raise ValueError(
+            f"Argument `--preset`: {args.preset} has a source vocabulary of "
+            "its own (encoder_vocabulary_size); the recipe fine-tunes "
+            "presets with one shared vocabulary.")
     for name in ("max_length", "num_layers", "hidden_dim", "num_heads",
                  "batch_size", "epochs", "learning_rate", "vocab_size",
                  "beam_size", "decode_batch_size"):
@@ -248,7 +283,10 @@ def run(args, log=print):
         if args.vocab == "shared":
             src_vocab = tgt_vocab = vocabulary.prepare_vocabulary(
                 run_dir, lambda: train.src + train.tgt,
-                vocab_file=args.vocab_file, vocab_size=args.vocab_size,
+                vocab_file=(presets.read_preset(
+                    args.preset, PRESET_BACKBONES, PROG).vocabulary_path
+                    if args.preset else args.vocab_file),
+                vocab_size=args.vocab_size,
                 lowercase=args.lowercase, log=log)
         else:
             src_vocab = vocabulary.prepare_vocabulary(
@@ -301,7 +339,8 @@ def run(args, log=print):
             num_heads=args.num_heads, intermediate_dim=args.intermediate_dim,
             dropout=args.dropout, shared=args.vocab == "shared",
             normalize_first=args.normalize_first,
-            synthesizer_options=args.synthesizer_options)
+            synthesizer_options=args.synthesizer_options,
+            preset=args.preset)
         modeling.compile_lm(
             model, args.learning_rate, warmup_steps,
             label_smoothing=args.label_smoothing,

@@ -203,6 +203,32 @@ class Synthesizer(keras.layers.Layer):
             )
         return kernel, bias
 
+    def zero_logits(self):
+        """Sets weights (of the built layer) so that the logits are zero for
+        every input, with a non-zero gradient left (the variant can still
+        learn).
+
+        `keras_synth.models.convert_keras_hub_backbone` calls it on the
+        non-vanilla components of a mixture, so that the converted model
+        computes what the dot-product source computes. The built-in
+        variants zero their last linear map (random: `R`; dense: `W2, b2`;
+        factorized random: `R2`; factorized dense: `W2_b, b_b`). A
+        user-defined variant overrides it to support conversion; the
+        default raises a `NotImplementedError`.
+        """
+        raise NotImplementedError(
+            f"Synthesizer {self.variant!r} ({type(self).__name__}) does not "
+            "implement `zero_logits()`, which conversion from a keras-hub "
+            "checkpoint needs: override it to set the variant's weights so "
+            "that its logits are zero (e.g. zero its last linear map)."
+        )
+
+    def assign_zeros(self, *weights):
+        """Assigns zeros to each of `weights` (skipping `None`)."""
+        for weight in weights:
+            if weight is not None:
+                weight.assign(ops.zeros(weight.shape, weight.dtype))
+
     # -------------------------------------------------------------- logits
 
     def project_key(self, key):

@@ -22,6 +22,10 @@ class DenseSynthesizer(Synthesizer):
         self.hidden = self.built_projection("hidden", "relu", query_shape)
         self.kernel, self.bias = self.add_kernel_and_bias("", self.max_length)
 
+    def zero_logits(self):
+        """`W2 = 0, b2 = 0`: the hidden layer keeps their gradient non-zero."""
+        self.assign_zeros(self.kernel, self.bias)
+
     def factors(self, query, key, query_start, query_length, key_length,
                 scale=None):
         # `[relu(W1 x + b1), 1] @ [W2; b2]`: with the bias as a column of

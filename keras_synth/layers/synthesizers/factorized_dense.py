@@ -63,6 +63,11 @@ class FactorizedDenseSynthesizer(Synthesizer):
             if bias is not None:
                 self.biases.append(bias)
 
+    def zero_logits(self):
+        """`W2_b = 0, b_b = 0` (the `a` factor keeps their gradient
+        non-zero)."""
+        self.assign_zeros(self.kernels[1], *self.biases[1:])
+
     def logits(self, query, key, query_start, query_length, key_length,
                scale=None):
         hidden = ops.cast(self.hidden(query), self.logits_dtype)

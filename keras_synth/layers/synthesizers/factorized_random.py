@@ -47,6 +47,10 @@ class FactorizedRandomSynthesizer(Synthesizer):
         self.right = self.add_logit_weight(
             "right", shape, initializer, regularized=False)
 
+    def zero_logits(self):
+        """`R2 = 0` (`R1` keeps its gradient non-zero)."""
+        self.assign_zeros(self.right)
+
     def factors(self, query, key, query_start, query_length, key_length,
                 scale=None):
         heads, rank = self.num_heads, self.options["rank"]

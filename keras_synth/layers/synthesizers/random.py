@@ -38,6 +38,10 @@ class RandomSynthesizer(Synthesizer):
             trainable=self.trainable_logits, regularized=False,
         )
 
+    def zero_logits(self):
+        """`R = 0` (its gradient is the upstream one: non-zero)."""
+        self.assign_zeros(self.kernel)
+
     def logits(self, query, key, query_start, query_length, key_length,
                scale=None):
         return scaled(ops.slice(
@@ -51,6 +55,13 @@ class FixedRandomSynthesizer(RandomSynthesizer):
     """Fixed random: as random, but `R` is never trained (still saved)."""
 
     trainable_logits = False
+
+    def zero_logits(self):
+        """Not supported: a fixed `R` set to zero would stay zero."""
+        raise NotImplementedError(
+            "Synthesizer 'fixed_random' does not support `zero_logits()`: "
+            "its matrix is not trained, so zero logits would stay zero. "
+            "Use 'random' instead.")
 
 
 def random_initializer(initializer):

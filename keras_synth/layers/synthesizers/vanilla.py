@@ -24,6 +24,10 @@ class VanillaSynthesizer(Synthesizer):
         self.query_dense = self.built_projection("query", None, query_shape)
         self.key_dense = self.built_projection("key", None, key_shape)
 
+    def zero_logits(self):
+        """`W_Q = 0` and its bias (the keys keep their gradient non-zero)."""
+        self.assign_zeros(self.query_dense.kernel, self.query_dense.bias)
+
     def project_key(self, key):
         return self.key_dense(key)
 

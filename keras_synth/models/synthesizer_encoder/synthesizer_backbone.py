@@ -8,7 +8,7 @@ from keras_synth.models.backbone_utils import ConfigAttributesMixin
 from keras_synth.models.backbone_utils import synthesizer_options_argument
 from keras_synth.models.preset_utils import check_local_preset
 
-POOLINGS = ("mean", "cls")
+POOLINGS = ("mean", "cls", "cls_dense")
 
 
 @keras.saving.register_keras_serializable(package="keras_synth")
@@ -19,8 +19,10 @@ class SynthesizerBackbone(ConfigAttributesMixin, keras_hub.models.Backbone):
     dropout, then `num_layers` `keras_synth.layers.SynthesizerEncoder`
     blocks (post-LN). Outputs `sequence_output` `(batch, length,
     hidden_dim)` and `pooled_output` `(batch, hidden_dim)`: the mean over
-    the tokens of `padding_mask` (`pooling="mean"`) or the first (`[CLS]`)
-    token (`pooling="cls"`). Inputs may be shorter than
+    the tokens of `padding_mask` (`pooling="mean"`), the first (`[CLS]`)
+    token (`pooling="cls"`), or BERT's pooler `tanh(W h_[CLS] + b)`, a
+    `Dense` layer `pooled_dense` on the first token (`pooling="cls_dense"`).
+    Inputs may be shorter than
     `max_sequence_length` (batches cut to their longest sequence).
 
     With `synthesizer="vanilla"` this is a BERT-style encoder built from
@@ -41,7 +43,9 @@ class SynthesizerBackbone(ConfigAttributesMixin, keras_hub.models.Backbone):
         num_segments: int, the segment ids an input may hold; with 2 or
             more a segment embedding is added (sentence pairs). Defaults
             to 1.
-        pooling: `"mean"` or `"cls"`. Defaults to `"mean"`.
+        pooling: `"mean"`, `"cls"` or `"cls_dense"` (BERT's pooler, as
+            `keras_synth.models.convert_keras_hub_backbone` makes it).
+            Defaults to `"mean"`.
         dropout: float, dropout of embeddings, attention and feedforward.
             Defaults to 0.1.
         activation: the feedforward activation. Defaults to `"relu"`.
@@ -141,6 +145,12 @@ class SynthesizerBackbone(ConfigAttributesMixin, keras_hub.models.Backbone):
         self.pooler = keras.layers.GlobalAveragePooling1D(
             dtype=dtype, name="pooling"
         )
+        self.pooled_dense = None
+        if pooling == "cls_dense":
+            self.pooled_dense = keras.layers.Dense(
+                hidden_dim, activation="tanh", dtype=dtype,
+                name="pooled_dense",
+            )
 
         # === Functional model ===
         token_ids = keras.Input((None,), dtype="int32", name="token_ids")
@@ -155,6 +165,8 @@ class SynthesizerBackbone(ConfigAttributesMixin, keras_hub.models.Backbone):
             pooled = self.pooler(x, mask=padding_mask)
         else:
             pooled = x[:, 0, :]
+            if self.pooled_dense is not None:
+                pooled = self.pooled_dense(pooled)
         super().__init__(
             inputs={
                 "token_ids": token_ids,

@@ -7,6 +7,7 @@ import keras
 from keras_synth._hub import keras_hub
 
 from keras_synth.models.preset_utils import check_local_preset
+from keras_synth.models.preset_utils import load_local_tokenizer
 
 RESERVED_TOKENS = ("[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]")
 
@@ -92,9 +93,14 @@ class SynthesizerTokenizer(keras_hub.tokenizers.WordPieceTokenizer):
         return config
 
     @classmethod
-    def from_preset(cls, preset, **kwargs):
+    def from_preset(cls, preset, config_file="tokenizer.json", **kwargs):
+        """The tokenizer of a preset, of any model family that saved a
+        `SynthesizerTokenizer` (encoder, encoder-decoder, causal LM)."""
         check_local_preset(preset)
-        return super().from_preset(preset, **kwargs)
+        tokenizer = load_local_tokenizer(preset, config_file, cls, **kwargs)
+        if tokenizer is not None:
+            return tokenizer
+        return super().from_preset(preset, config_file=config_file, **kwargs)
 
     def set_vocabulary(self, vocabulary):
         if vocabulary is not None:

@@ -3,6 +3,7 @@
 
 import unicodedata
 
+from keras_synth.models.tokenizers.sentinel_tokens import sentinel_tokens
 from keras_synth.models.tokenizers.synthesizer_tokenizer import RESERVED_TOKENS
 
 # keras-hub's WordPieceTokenizer splits text into words as BERT does (its
@@ -72,7 +73,7 @@ def _words(texts, lowercase, strip_accents):
 
 
 def learn_wordpiece_vocabulary(texts, vocabulary_size, lowercase=True,
-                               strip_accents=False):
+                               strip_accents=False, num_sentinels=0):
     """Learns a WordPiece vocabulary for `SynthesizerTokenizer` from text.
 
     Uses the WordPiece trainer of Hugging Face's `tokenizers` library (Rust:
@@ -81,7 +82,9 @@ def learn_wordpiece_vocabulary(texts, vocabulary_size, lowercase=True,
     `WordPieceTokenizer`, so that its vocabulary covers what that tokenizer
     produces: every character of the text, at the start of a word and as a
     `##` continuation piece, then the most useful merges. The reserved
-    tokens come first, `[PAD]` at id 0. The result does not depend on the
+    tokens come first, `[PAD]` at id 0, then the `num_sentinels` sentinel
+    tokens of span corruption (`"[S0]"`, `"[S1]"`, ...: see
+    `sentinel_tokens`). The result does not depend on the
     run (ties are broken in a fixed order).
 
     Args:
@@ -93,6 +96,11 @@ def learn_wordpiece_vocabulary(texts, vocabulary_size, lowercase=True,
             `lowercase`). Defaults to `True`.
         strip_accents: bool, whether to strip accents first (match the
             tokenizer's `strip_accents`). Defaults to `False`.
+        num_sentinels: int, how many sentinel tokens to reserve (ids 5 to
+            `4 + num_sentinels`), for pretraining with
+            `SynthesizerSpanCorruptionPreprocessor`. They count in
+            `vocabulary_size`. Defaults to 0 (none: the vocabulary of
+            earlier releases).
 
     Returns:
         The vocabulary, a list of strings.
@@ -105,13 +113,19 @@ def learn_wordpiece_vocabulary(texts, vocabulary_size, lowercase=True,
     ['[PAD]', '[CLS]', '[SEP]', '[UNK]', '[MASK]']
     >>> "plot" in vocab
     True
+    >>> learn_wordpiece_vocabulary(
+    ...     ["the plot is dull ."], 100, num_sentinels=2)[3:8]
+    ['[UNK]', '[MASK]', '[S0]', '[S1]', '.']
     """
+    sentinels = sentinel_tokens(num_sentinels)
+    reserved = list(RESERVED_TOKENS) + sentinels
     if (not isinstance(vocabulary_size, int)
             or isinstance(vocabulary_size, bool)
-            or vocabulary_size <= len(RESERVED_TOKENS)):
+            or vocabulary_size <= len(reserved)):
         raise ValueError(
             "Argument `vocabulary_size` must be an int larger than the "
-            f"{len(RESERVED_TOKENS)} reserved tokens. Received: "
+            f"{len(reserved)} reserved tokens ({len(RESERVED_TOKENS)} and "
+            f"num_sentinels={num_sentinels}). Received: "
             f"vocabulary_size={vocabulary_size!r}"
         )
     try:
@@ -127,13 +141,13 @@ def learn_wordpiece_vocabulary(texts, vocabulary_size, lowercase=True,
     lines, alphabet = _words(texts, lowercase, strip_accents)
     if not lines:
         raise ValueError("Argument `texts` is empty; expected training text.")
-    if len(RESERVED_TOKENS) + len(alphabet) > vocabulary_size:
+    if len(reserved) + len(alphabet) > vocabulary_size:
         raise ValueError(
             f"Argument `vocabulary_size={vocabulary_size}` is too small for "
-            f"this text: the {len(RESERVED_TOKENS)} reserved tokens and the "
-            f"{len(alphabet)} characters of the text (word starts and `##` "
-            "continuations) need "
-            f"{len(RESERVED_TOKENS) + len(alphabet)}. Expected at least that."
+            f"this text: the {len(reserved)} reserved tokens (sentinels "
+            f"included) and the {len(alphabet)} characters of the text (word "
+            "starts and `##` continuations) need "
+            f"{len(reserved) + len(alphabet)}. Expected at least that."
         )
     tokenizer = Tokenizer(models.WordPiece(unk_token=RESERVED_TOKENS[3]))
     # The words are split and normalised already, one a line.
@@ -144,7 +158,7 @@ def learn_wordpiece_vocabulary(texts, vocabulary_size, lowercase=True,
     # to run.
     trainer = trainers.WordPieceTrainer(
         vocab_size=vocabulary_size,
-        special_tokens=list(RESERVED_TOKENS) + alphabet,
+        special_tokens=reserved + alphabet,
         continuing_subword_prefix=_CONTINUATION,
         show_progress=False,
     )

@@ -1,0 +1,128 @@
+"""`python -m recipes.pretrain` end to end on the built-in corpus: a run
+SIGKILLed in the middle of an epoch resumes from its backup, scores the
+held-out windows and writes a preset that `recipes.glue --preset` and
+`SynthesizerTextClassifier.from_preset` fine-tune from with the pretrained
+weights (TensorFlow backend, as the recipes)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import keras
+import numpy as np
+import pytest
+
+from tests.recipes.core.tensorflow_only import requires_tensorflow
+
+pytestmark = requires_tensorflow
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+TINY = ["--hidden_dim=16", "--num_heads=2", "--num_layers=1",
+        "--sequence_length=24", "--vocab_size=300", "--batch_size=16",
+        "--max_train_examples=600", "--learning_rate=3e-3", "--dropout=0",
+        "--verbose=2", "--no_tensorboard", "--seed=0"]
+
+
+def _start(objective, run_dir, *extra):
+    """The recipe with a line after every training batch
+    (`tests/recipes/progress_run.py`)."""
+    env = dict(os.environ, KERAS_BACKEND="tensorflow", PYTHONUNBUFFERED="1",
+               PYTHONPATH=REPO)
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.recipes.progress_run",
+         "recipes.pretrain", f"--objective={objective}",
+         f"--model_dir={run_dir}", *TINY, *extra],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True)
+
+
+def _results(run_dir):
+    with open(os.path.join(run_dir, "results.json")) as f:
+        return json.load(f)
+
+
+@pytest.mark.parametrize("objective", ["mlm", "span_corruption"])
+def test_sigkill_mid_epoch_then_resume(tmp_path, objective):
+    run_dir = str(tmp_path / "run")
+    args = ["--epochs=3", "--steps_per_epoch=6"]
+    process = _start(objective, run_dir, *args)
+    seen, deadline = [], time.time() + 300
+    try:
+        for line in process.stdout:
+            seen.append(line)
+            if line.strip() == "batch-end epoch=2 batch=3":
+                process.send_signal(signal.SIGKILL)
+                break
+            assert time.time() < deadline, "".join(seen)[-3000:]
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == -signal.SIGKILL, "".join(seen)[-3000:]
+    assert not os.path.exists(os.path.join(run_dir, "results.json"))
+    # Nothing of the corpus is dropped: the log says how it was packed.
+    packed = next(line for line in seen if line.startswith("Packed"))
+    assert "none dropped" in packed
+
+    resumed = _start(objective, run_dir, *args)
+    out, _ = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, out[-3000:]
+    assert "Resuming after epoch 1 from" in out
+    results = _results(run_dir)
+    assert results["resumed_from_epoch"] == 1
+    assert results["optimizer_steps"] == 3 * 6
+    assert [h["epoch"] for h in results["history"]] == [1, 2, 3]
+    heldout = results["heldout"]
+    assert heldout["predicted_tokens"] > 0
+    assert 0 <= heldout["accuracy"] <= 1
+    # Better than a uniform guess over the vocabulary after 18 steps.
+    assert heldout["loss"] < np.log(results["vocabulary_size"])
+    assert results["tokens_per_second"] > 0
+    assert os.path.isfile(os.path.join(run_dir, "preset", "config.json"))
+    # The held-out scores are the last epoch's validation scores.
+    last = results["history"][-1]
+    np.testing.assert_allclose(last["val_token_loss"], heldout["loss"],
+                               rtol=1e-4)
+
+
+def test_glue_fine_tunes_the_pretrained_backbone(tmp_path):
+    from keras_synth.models import SynthesizerBackbone
+    from keras_synth.models import SynthesizerTextClassifier
+    from recipes.glue import model as glue_model
+
+    run_dir = str(tmp_path / "mlm")
+    process = _start("mlm", run_dir, "--epochs=1", "--steps_per_epoch=4")
+    out, _ = process.communicate(timeout=300)
+    assert process.returncode == 0, out[-3000:]
+    preset = os.path.join(run_dir, "preset")
+    pretrained = SynthesizerBackbone.from_preset(preset)
+    model, _ = glue_model.build_model(
+        vocab_size=pretrained.vocabulary_size, num_classes=2,
+        num_segments=1, sequence_length=24, dropout=0.1, preset=preset)
+    for a, b in zip(pretrained.weights, model.backbone.weights):
+        assert a.path == b.path
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(a),
+                                      keras.ops.convert_to_numpy(b))
+    classifier = SynthesizerTextClassifier.from_preset(preset, num_classes=3)
+    assert classifier.predict(["the film is good ."], verbose=0).shape == (
+        1, 3)
+
+    # The recipe end to end from the preset, its flags checked against it.
+    env = dict(os.environ, KERAS_BACKEND="tensorflow", PYTHONPATH=REPO)
+    glue = [sys.executable, "-m", "recipes.glue", "--task=builtin",
+            f"--preset={preset}", "--max_train_examples=64",
+            "--batch_size=16", "--epochs=1", "--no_export",
+            "--no_tensorboard", f"--model_dir={tmp_path / 'glue'}"]
+    bad = subprocess.run(glue + ["--hidden_dim=32"], cwd=REPO, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2
+    assert "`--hidden_dim=32` contradicts the preset" in bad.stderr
+    done = subprocess.run(glue, cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "from the preset" in done.stdout
