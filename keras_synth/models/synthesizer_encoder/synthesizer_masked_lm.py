@@ -24,7 +24,7 @@ class SynthesizerMaskedLM(keras_hub.models.MaskedLM):
     TIED to the backbone's token embedding,
     `backbone.embeddings.token_embedding`, plus a bias). The logits
     `(batch, mask_selection_length, vocabulary_size)` are float32, also
-    under mixed precision. With a `SynthesizerMaskedLMPreprocessor`, `fit`
+    under mixed precision (a float32 head). With a `SynthesizerMaskedLMPreprocessor`, `fit`
     and `evaluate` take raw strings (masked anew each epoch).
 
     `compile()` defaults to keras-hub's `MaskedLM` ones (Adam at `5e-5`, a
@@ -84,18 +84,18 @@ class SynthesizerMaskedLM(keras_hub.models.MaskedLM):
         # === Layers ===
         self.backbone = backbone
         self.preprocessor = preprocessor
+        # A float32 head: float32 logits, also under mixed precision (the
+        # tied projection itself runs in the embedding's compute dtype).
+        # With the backbone's mixed policy, keras-hub's head would add its
+        # float32 bias to bfloat16 logits, which TensorFlow refuses.
         self.masked_lm_head = keras_hub.layers.MaskedLMHead(
             token_embedding=backbone.embeddings.token_embedding,
             intermediate_activation=keras.activations.get(
                 backbone.activation),
             layer_norm_epsilon=backbone.layer_norm_epsilon,
-            dtype=backbone.dtype_policy,
+            dtype="float32",
             name="mlm_head",
         )
-        # float32 logits, also under mixed precision (the layer casts its
-        # input to its float32 compute dtype).
-        self.logits_cast = keras.layers.Activation(
-            "linear", dtype="float32", name="logits")
 
         # === Functional model ===
         inputs = {
@@ -105,8 +105,8 @@ class SynthesizerMaskedLM(keras_hub.models.MaskedLM):
             ),
         }
         sequence_output = backbone(backbone.input)["sequence_output"]
-        outputs = self.logits_cast(
-            self.masked_lm_head(sequence_output, inputs["mask_positions"]))
+        outputs = self.masked_lm_head(sequence_output,
+                                      inputs["mask_positions"])
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
 
     def compile(self, optimizer="auto", loss="auto", *,

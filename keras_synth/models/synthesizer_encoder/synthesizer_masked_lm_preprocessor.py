@@ -160,8 +160,16 @@ class SynthesizerMaskedLMPreprocessor(keras_hub.models.MaskedLMPreprocessor):
         self._sequence_length = value
         if getattr(self, "packer", None) is not None:
             self.packer.sequence_length = value
-        if getattr(self, "masker", None) is not None:
-            self.build(None)  # a new mask generator for the new length
+        masker = getattr(self, "masker", None)
+        if masker is not None and masker.mask_selection_length != (
+            self.mask_selection_length
+        ):
+            # The derived length follows (a built layer takes no new
+            # sub-layer): the generator reads it on each call, and its
+            # TensorFlow selector, which caps the selections, is made anew
+            # on the next TensorFlow call.
+            masker.mask_selection_length = self.mask_selection_length
+            masker._random_selector = None
 
     def build(self, input_shape):
         super().build(input_shape)

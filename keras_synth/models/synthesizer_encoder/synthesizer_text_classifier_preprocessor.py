@@ -33,6 +33,11 @@ class SynthesizerTextClassifierPreprocessor(
     for classification, float scores for regression (STS-B). It runs in
     `tf.data` and, like every keras-hub preprocessor, on any Keras backend.
 
+    `from_preset` of a preset saved by another task (a
+    `SynthesizerMaskedLM`'s, say) builds one from the preset's tokenizer
+    with the `sequence_length` of the preset's preprocessor (unless given);
+    so does `SynthesizerTextClassifier.from_preset`.
+
     Args:
         tokenizer: a `keras_synth.models.SynthesizerTokenizer`.
         sequence_length: int, the packed length. Defaults to 128.

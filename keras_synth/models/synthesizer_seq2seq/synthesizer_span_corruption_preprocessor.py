@@ -124,9 +124,9 @@ class SynthesizerSpanCorruptionPreprocessor(SynthesizerSeq2SeqLMPreprocessor):
     (8, 17)
     >>> x, y, w = preprocessor(texts[:1])
     >>> tokenizer.detokenize(x["encoder_token_ids"][0])
-    '[CLS] the cat [S0] on the mat and the dog ran [S1] [SEP] [PAD]...'
+    '[CLS] the [S0] sat on the mat and the dog ran [S1] [SEP] [PAD]...'
     >>> tokenizer.detokenize(y[0])
-    '[S0] sat [S1] in the park [SEP] [PAD]'
+    '[S0] cat [S1] in the park [SEP] [PAD]'
     """
 
     tokenizer_cls = SynthesizerTokenizer
