@@ -5,6 +5,7 @@ from keras_synth._hub import keras_hub
 
 from keras_synth.models.preset_utils import check_local_preset
 from keras_synth.models.preset_utils import load_preset
+from keras_synth.models.shuffled_fit import ShuffledFitMixin
 from keras_synth.models.synthesizer_encoder.synthesizer_backbone import SynthesizerBackbone
 from keras_synth.models.synthesizer_encoder.synthesizer_masked_lm_preprocessor import (  # noqa: E501
     SynthesizerMaskedLMPreprocessor,
@@ -15,7 +16,7 @@ from keras_synth.models.synthesizer_encoder.synthesizer_text_classifier import (
 
 
 @keras.saving.register_keras_serializable(package="keras_synth")
-class SynthesizerMaskedLM(keras_hub.models.MaskedLM):
+class SynthesizerMaskedLM(ShuffledFitMixin, keras_hub.models.MaskedLM):
     """Masked language modeling (BERT's pretraining) with a `SynthesizerBackbone`.
 
     Predicts the original tokens at `mask_positions` from the backbone's
