@@ -38,6 +38,7 @@ import re
 import shlex
 import subprocess
 import sys
+import warnings
 
 import keras
 import pytest
@@ -47,6 +48,15 @@ DOCUMENTS = [ROOT / "README.md"] + sorted((ROOT / "docs").rglob("*.md"))
 NEEDS = re.compile(r"<!--\s*readme-test:\s*needs\s+(.+?)\s*-->")
 RECIPE_COMMAND = re.compile(r"python -m (recipes\.\w+)((?:\s+\S+)*)")
 NETWORK = "network"
+# Warnings the documented examples may raise: third-party noise that our
+# code cannot fix. Each entry is `(category, message regex)`, commented.
+ALLOWED_WARNINGS = [
+    # Keras' weight saving converts TensorFlow variables with
+    # `np.asarray(v, copy=False)`, which NumPy 2 deprecates for TF's
+    # `__array__` (keras/src/saving/saving_lib.py; shown to users only
+    # when they enable DeprecationWarnings).
+    (DeprecationWarning, r"__array__ implementation doesn't accept a copy"),
+]
 PRINT_PROMISE = re.compile(r"^\s*print\(.*\)\s+#\s*(.+?)\s*$")
 
 # Flags appended to a `needs` command so that the run takes seconds.
@@ -223,7 +233,12 @@ def test_python_block_runs_as_written(block, tmp_path, monkeypatch,
         return
     monkeypatch.chdir(tmp_path)
     output = io.StringIO()
-    with contextlib.redirect_stdout(output):
+    with contextlib.redirect_stdout(output), warnings.catch_warnings():
+        # A user's copy of the block prints no warning: each is an error,
+        # but for the third-party noise of `ALLOWED_WARNINGS`.
+        warnings.simplefilter("error")
+        for category, message in ALLOWED_WARNINGS:
+            warnings.filterwarnings("ignore", message, category)
         exec(compile(block.code, block.name, "exec"),
              {"__name__": "__readme__"})
     printed = [line.strip() for line in output.getvalue().splitlines()]

@@ -194,3 +194,36 @@ def load_preset(cls, preset, load, expected_backbone=None):
             f"be read ({error}). Save the preset again "
             "(`save_to_preset`) or copy the file again."
         ) from error
+
+
+def save_task_weights_without_optimizer(task, filepath):
+    """keras-hub's `Task.save_task_weights`, less the optimizer's state.
+
+    keras-hub saves the whole task but the backbone, the optimizer's
+    variables included; `from_preset` builds a freshly compiled task whose
+    optimizer has none yet, and Keras warns "Skipping variable loading for
+    optimizer ... the saved optimizer has 86". A preset holds a model, not
+    a training state: the optimizer is left out.
+    """
+    import keras
+
+    objects_to_skip = list(task.backbone._flatten_layers())
+    if getattr(task, "optimizer", None) is not None:
+        objects_to_skip.append(task.optimizer)
+    keras.saving.save_weights(
+        task, filepath=filepath, objects_to_skip=objects_to_skip)
+
+
+def load_task_weights_without_optimizer(task, filepath):
+    """keras-hub's `Task.load_task_weights`, less the optimizer's state.
+
+    The counterpart of `save_task_weights_without_optimizer`. Files of
+    presets that hold an optimizer's state (saved before) still load: that
+    state is skipped.
+    """
+    import keras
+
+    objects_to_skip = list(task.backbone._flatten_layers())
+    if getattr(task, "optimizer", None) is not None:
+        objects_to_skip.append(task.optimizer)
+    keras.saving.load_weights(task, filepath, objects_to_skip=objects_to_skip)

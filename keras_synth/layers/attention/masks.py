@@ -199,6 +199,18 @@ def merge_masks(rows, keys, pattern, attention_mask=None):
     return merged
 
 
+def softmax_over_keys(logits):
+    """`ops.softmax(logits, axis=-1)`; ones over a single key.
+
+    A single key (cached decoding of the first position) gets probability
+    1 whatever its logit: computed without the softmax, over which Keras
+    warns for an axis of size 1.
+    """
+    if logits.shape[-1] == 1:
+        return ops.ones_like(logits)
+    return ops.softmax(logits, axis=-1)
+
+
 def masked_softmax(logits, mask=None, empty_rows=True):
     """Softmax over keys; masked keys get exactly 0.
 
@@ -212,15 +224,15 @@ def masked_softmax(logits, mask=None, empty_rows=True):
             `B x H x T x S`.
     """
     if mask is None:
-        return ops.softmax(logits, axis=-1)
+        return softmax_over_keys(logits)
     if len(logits.shape) == 3 and mask.shape[0] == 1:
         mask = mask[0]  # (T, S) or (H, T, S): logits stay batch-independent.
     elif len(mask.shape) == 3:
         mask = ops.expand_dims(mask, 1)  # (B, 1, T, S)
     # The lowest finite value, not -1e9: logits below -1e9 (large inputs to
     # a dot-product part) would otherwise hand masked keys the weight.
-    probs = ops.softmax(
-        ops.where(mask, logits, lowest_value(logits.dtype)), axis=-1
+    probs = softmax_over_keys(
+        ops.where(mask, logits, lowest_value(logits.dtype))
     )
     if not empty_rows:
         return probs
