@@ -267,3 +267,17 @@ class CheckedPacker:
                 self.what, self.argument,
             )
         return self.packer(inputs, sequence_length=sequence_length, **kwargs)
+
+
+def check_packer(layer, name, **kwargs):
+    """Replaces `layer.<name>` (a keras-hub packer) by a `CheckedPacker`.
+
+    The packer is removed first: on the PyTorch backend a layer is a
+    `torch.nn.Module`, whose child modules cannot be replaced by another
+    kind of object.
+    """
+    packer = getattr(layer, name)
+    if isinstance(packer, CheckedPacker):
+        return
+    delattr(layer, name)
+    setattr(layer, name, CheckedPacker(packer, **kwargs))

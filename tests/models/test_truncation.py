@@ -88,7 +88,7 @@ def test_warn_is_the_default_and_counts(name):
     preprocessor, long, short = preprocessors("warn")[name]
     assert preprocessor.get_config()["truncation"] == "warn"
     with warnings.catch_warnings():
-        warnings.simplefilter("error")
+        warnings.simplefilter("error", TruncationWarning)
         call(preprocessor, short)  # fits: no warning
     with pytest.warns(TruncationWarning, match=r"1 of 1 .* were longer"):
         call(preprocessor, long)
@@ -102,7 +102,7 @@ def test_error_raises_and_allow_is_silent(name):
         call(preprocessor, long)
     preprocessor, long, _ = preprocessors("allow")[name]
     with warnings.catch_warnings():
-        warnings.simplefilter("error")
+        warnings.simplefilter("error", TruncationWarning)
         call(preprocessor, long)
 
 

@@ -11,6 +11,7 @@ from keras_synth.models.tokenizers.synthesizer_char_tokenizer import (
     SynthesizerCharTokenizer,
 )
 from keras_synth.models.truncation import CheckedPacker
+from keras_synth.models.truncation import check_packer
 from keras_synth.models.truncation import check_truncation_mode
 
 
@@ -95,7 +96,7 @@ class SynthesizerCausalLMPreprocessor(keras_hub.models.CausalLMPreprocessor):
         )
         # Training packs `sequence_length + 1` tokens (features and labels
         # shifted by one): reported as `sequence_length`.
-        self.packer = CheckedPacker(self.packer, self.truncation, offset=1)
+        check_packer(self, "packer", truncation=self.truncation, offset=1)
         self.built = True
 
     def generate_preprocess(self, x, sequence_length=None):

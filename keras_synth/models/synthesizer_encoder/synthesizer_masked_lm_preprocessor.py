@@ -7,7 +7,7 @@ from keras_synth._hub import keras_hub
 
 from keras_synth.models.preset_utils import check_local_preset
 from keras_synth.models.preset_utils import preset_sequence_length
-from keras_synth.models.truncation import CheckedPacker
+from keras_synth.models.truncation import check_packer
 from keras_synth.models.truncation import check_truncation_mode
 from keras_synth.models.synthesizer_encoder.synthesizer_backbone import SynthesizerBackbone
 from keras_synth.models.tokenizers.synthesizer_tokenizer import SynthesizerTokenizer
@@ -173,8 +173,7 @@ class SynthesizerMaskedLMPreprocessor(keras_hub.models.MaskedLMPreprocessor):
 
     def build(self, input_shape):
         super().build(input_shape)
-        if not isinstance(self.packer, CheckedPacker):
-            self.packer = CheckedPacker(self.packer, self.truncation)
+        check_packer(self, "packer", truncation=self.truncation)
 
     def get_config(self):
         config = super().get_config()

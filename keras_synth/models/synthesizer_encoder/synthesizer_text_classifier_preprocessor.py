@@ -7,7 +7,7 @@ from keras_synth.models.synthesizer_encoder.synthesizer_backbone import Synthesi
 from keras_synth.models.preset_utils import check_local_preset
 from keras_synth.models.preset_utils import preset_sequence_length
 from keras_synth.models.tokenizers.synthesizer_tokenizer import SynthesizerTokenizer
-from keras_synth.models.truncation import CheckedPacker
+from keras_synth.models.truncation import check_packer
 from keras_synth.models.truncation import check_truncation_mode
 
 # keras-hub finds the tokenizer of an encoder preset
@@ -93,7 +93,7 @@ class SynthesizerTextClassifierPreprocessor(
 
     def build(self, input_shape):
         super().build(input_shape)
-        self.packer = CheckedPacker(self.packer, self.truncation)
+        check_packer(self, "packer", truncation=self.truncation)
 
     def get_config(self):
         config = super().get_config()

@@ -10,6 +10,7 @@ from keras_synth.models.synthesizer_seq2seq.synthesizer_seq2seq_backbone import 
     SynthesizerSeq2SeqBackbone,
 )
 from keras_synth.models.truncation import CheckedPacker
+from keras_synth.models.truncation import check_packer
 from keras_synth.models.truncation import check_truncation_mode
 
 ENCODER_TOKENIZER_CONFIG_FILE = "encoder_tokenizer.json"
@@ -107,13 +108,13 @@ class SynthesizerSeq2SeqLMPreprocessor(keras_hub.models.Seq2SeqLMPreprocessor):
                 sequence_length=self.encoder_sequence_length,
                 return_padding_mask=True,
             )
-        self.encoder_packer = CheckedPacker(
-            self.encoder_packer, self.truncation, what="sources",
-            argument="encoder_sequence_length",
+        check_packer(
+            self, "encoder_packer", truncation=self.truncation,
+            what="sources", argument="encoder_sequence_length",
         )
-        self.decoder_packer = CheckedPacker(
-            self.decoder_packer, self.truncation, what="targets",
-            argument="decoder_sequence_length", offset=1,
+        check_packer(
+            self, "decoder_packer", truncation=self.truncation,
+            what="targets", argument="decoder_sequence_length", offset=1,
         )
 
     def _base_source_unchecked(self):
