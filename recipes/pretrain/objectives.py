@@ -139,6 +139,21 @@ def score(model, dataset):
             "predicted_tokens": int(count)}
 
 
+class HeldOutScores(keras.callbacks.Callback):
+    """Adds the held-out scores (`score`) to each epoch's logs as
+    `val_token_loss` and `val_accuracy` (`history.csv`, TensorBoard)."""
+
+    def __init__(self, dataset):
+        super().__init__()
+        self.dataset = dataset
+
+    def on_epoch_end(self, epoch, logs=None):
+        scores = score(self.model, self.dataset)
+        if logs is not None:
+            logs["val_token_loss"] = scores["loss"]
+            logs["val_accuracy"] = scores["accuracy"]
+
+
 def save_preset(model, path):
     """Saves `model` with its preprocessor and tokenizer as a keras-hub
     preset folder (`recipes.serving.save_preset`: atomically)."""

@@ -328,7 +328,10 @@ def run(args, log=print):
     return experiment.train_and_evaluate(
         args, run_dir, strategy, build, train_ds, steps_per_epoch, evaluate,
         export=export, describe=describe,
-        fit_options={"validation_data": valid_ds},
+        # Scored by a callback, not `fit`'s validation: eagerly on every
+        # worker, exactly (a distributed evaluation splits the last,
+        # smaller held-out batch unevenly over the workers).
+        extra_callbacks=[objectives.HeldOutScores(valid_ds)],
         fit_context=objectives.without_preprocessor,
         wall_start=wall_start, log=log)
 
