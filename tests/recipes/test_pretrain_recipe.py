@@ -153,3 +153,17 @@ def test_two_workers_pretrain_and_score_alike(tmp_path):
             if line.startswith("Held-out")]
     assert held and held[-1] in outputs[1]
     assert os.path.isfile(os.path.join(model_dir, "preset", "config.json"))
+
+
+def test_tfds_text_sets_under_mock_data():
+    """`--dataset=wiki40b/en` (any tfds set with a `text` feature) reads
+    its train split's documents, `--max_train_examples` of them."""
+    import tensorflow_datasets as tfds
+
+    from recipes.pretrain import data as data_lib
+
+    with tfds.testing.mock_data(num_examples=6):
+        lines = data_lib.read_tfds("wiki40b/en")
+        few = data_lib.read_tfds("wiki40b/en", max_examples=2)
+    assert len(lines) == 6 and all(line.strip() for line in lines)
+    assert len(few) == 2
