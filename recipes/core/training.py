@@ -4,6 +4,7 @@ resumable epoch
 streams, the steps timer and the time budget (the callbacks that save and
 resume are in `recipes.core.callbacks`)."""
 
+import contextlib
 import time
 
 
@@ -303,3 +304,15 @@ def make_time_budget_callback(minutes):
                 self.stopped = True
 
     return TimeBudget()
+
+
+@contextlib.contextmanager
+def without_preprocessor(model):
+    """Detaches a keras-hub task's `preprocessor` (e.g. for `fit` on token
+    ids the recipe packed itself), and puts it back."""
+    preprocessor = model.preprocessor
+    model.preprocessor = None
+    try:
+        yield model
+    finally:
+        model.preprocessor = preprocessor

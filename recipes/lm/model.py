@@ -1,7 +1,6 @@
 """The language model of the recipe: `SynthesizerCausalLM` built, compiled
 and fed; evaluation (every token once), generation and attention maps."""
 
-import contextlib
 import math
 import time
 
@@ -49,17 +48,6 @@ def build_lm(tokenizer, args, stream):
         synthesizer=args.synthesizer, dropout=args.dropout,
         synthesizer_options=args.synthesizer_options)
     return SynthesizerCausalLM(backbone, preprocessor)
-
-
-@contextlib.contextmanager
-def without_preprocessor(lm):
-    """Detaches `lm.preprocessor` (e.g. for `fit` on token ids)."""
-    preprocessor = lm.preprocessor
-    lm.preprocessor = None
-    try:
-        yield lm
-    finally:
-        lm.preprocessor = preprocessor
 
 
 def compile_lm(lm, args, total_steps, steps_per_execution=1):
@@ -268,3 +256,6 @@ __all__ = ["attention_scores", "build_lm", "compile_lm",
            "eval_dataset", "evaluate", "generate", "make_sampler",
            "plot_attention", "summarize", "train_dataset",
            "without_preprocessor"]
+
+# (Shared with the pretraining recipe: `recipes.core.training`.)
+without_preprocessor = training.without_preprocessor

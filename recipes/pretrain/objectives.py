@@ -15,7 +15,6 @@ corrupted once, with the run's seed, so every variant is scored on the same
 targets.
 """
 
-import contextlib
 import math
 
 import keras
@@ -48,17 +47,6 @@ def encode(tokenizer, lines):
 def count_unknown(tokenizer, documents):
     return sum(lm_tokenizers.count_unknown(tokenizer, ids)
                for ids in documents)
-
-
-@contextlib.contextmanager
-def without_preprocessor(model):
-    """Detaches `model.preprocessor` (`fit` on token ids)."""
-    preprocessor = model.preprocessor
-    model.preprocessor = None
-    try:
-        yield model
-    finally:
-        model.preprocessor = preprocessor
 
 
 def compile_model(model, args, total_steps, steps_per_execution=1):
@@ -124,7 +112,7 @@ def score(model, dataset):
     positions of `dataset`'s `(x, y, sample_weight)` batches, summed
     exactly (no per-batch averaging)."""
     total, correct, count = 0.0, 0.0, 0.0
-    with without_preprocessor(model):
+    with training.without_preprocessor(model):
         for x, y, weight in dataset:
             logits = keras.ops.convert_to_numpy(
                 model(x, training=False)).astype("float64")
@@ -137,6 +125,21 @@ def score(model, dataset):
             count += float(weight.sum())
     return {"loss": total / count, "accuracy": correct / count,
             "predicted_tokens": int(count)}
+
+
+class HeldOutScores(keras.callbacks.Callback):
+    """Adds the held-out scores (`score`) to each epoch's logs as
+    `val_token_loss` and `val_accuracy` (`history.csv`, TensorBoard)."""
+
+    def __init__(self, dataset):
+        super().__init__()
+        self.dataset = dataset
+
+    def on_epoch_end(self, epoch, logs=None):
+        scores = score(self.model, self.dataset)
+        if logs is not None:
+            logs["val_token_loss"] = scores["loss"]
+            logs["val_accuracy"] = scores["accuracy"]
 
 
 def save_preset(model, path):
@@ -247,7 +250,7 @@ class MaskedLanguageModel:
     def fine_tune_hint(path):
         return (f"python -m recipes.glue --preset={path} --task=...; or "
                 f"SynthesizerTextClassifier.from_preset({path!r}, "
-                "num_classes=N))")
+                "num_classes=N)")
 
 
 class SpanCorruption:

@@ -31,6 +31,7 @@ from recipes.core import experiment
 from recipes.core import flags
 from recipes.core import run_directory
 from recipes.core import runtime
+from recipes.core import training
 from recipes.pretrain import data as data_lib
 
 PROG = "python -m recipes.pretrain"
@@ -328,8 +329,11 @@ def run(args, log=print):
     return experiment.train_and_evaluate(
         args, run_dir, strategy, build, train_ds, steps_per_epoch, evaluate,
         export=export, describe=describe,
-        fit_options={"validation_data": valid_ds},
-        fit_context=objectives.without_preprocessor,
+        # Scored by a callback, not `fit`'s validation: eagerly on every
+        # worker, exactly (a distributed evaluation splits the last,
+        # smaller held-out batch unevenly over the workers).
+        extra_callbacks=[objectives.HeldOutScores(valid_ds)],
+        fit_context=training.without_preprocessor,
         wall_start=wall_start, log=log)
 
 

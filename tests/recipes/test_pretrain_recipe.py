@@ -126,3 +126,44 @@ def test_glue_fine_tunes_the_pretrained_backbone(tmp_path):
                           text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "from the preset" in done.stdout
+
+
+def test_two_workers_pretrain_and_score_alike(tmp_path):
+    """`--strategy=multi_worker` for real: two worker processes on
+    127.0.0.1 (`tests/recipes/cluster.py`); the held-out set (15 windows:
+    a last batch that does not split evenly over the workers) is scored on
+    each worker, and both report the same scores."""
+    from tests.recipes.cluster import Cluster
+
+    model_dir = str(tmp_path / "run")
+    command = ["-m", "recipes.pretrain", "--objective=mlm",
+               "--strategy=multi_worker", f"--model_dir={model_dir}",
+               *TINY, "--epochs=2", "--steps_per_epoch=5"]
+    cluster = Cluster(command, log_dir=str(tmp_path))
+    try:
+        codes = cluster.wait(420)
+    finally:
+        cluster.kill()
+    outputs = [cluster.output(i) for i in range(2)]
+    assert codes == {0: 0, 1: 0}, outputs[0][-3000:] + outputs[1][-3000:]
+    results = _results(model_dir)
+    assert results["num_replicas"] == 2
+    assert results["windows"]["heldout"] % 2 == 1
+    held = [line for line in outputs[0].splitlines()
+            if line.startswith("Held-out")]
+    assert held and held[-1] in outputs[1]
+    assert os.path.isfile(os.path.join(model_dir, "preset", "config.json"))
+
+
+def test_tfds_text_sets_under_mock_data():
+    """`--dataset=wiki40b/en` (any tfds set with a `text` feature) reads
+    its train split's documents, `--max_train_examples` of them."""
+    import tensorflow_datasets as tfds
+
+    from recipes.pretrain import data as data_lib
+
+    with tfds.testing.mock_data(num_examples=6):
+        lines = data_lib.read_tfds("wiki40b/en")
+        few = data_lib.read_tfds("wiki40b/en", max_examples=2)
+    assert len(lines) == 6 and all(line.strip() for line in lines)
+    assert len(few) == 2
