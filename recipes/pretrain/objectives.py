@@ -60,7 +60,9 @@ def compile_model(model, args, total_steps, steps_per_execution=1):
                                ema_momentum=args.ema_momentum)
     model.compile(
         optimizer=optimizer,
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        # The mean over the predicted positions (not over every slot).
+        loss=keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True, reduction="mean_with_sample_weight"),
         weighted_metrics=[
             keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
             keras.metrics.SparseCategoricalCrossentropy(
@@ -169,8 +171,9 @@ class MaskedLanguageModel:
 
     @staticmethod
     def mask_selection_length(args):
-        # The mask generator predicts round(rate x tokens) positions of a
-        # window; one more leaves room for the rounding.
+        # Inside tf.data the mask generator predicts ceil(rate x tokens) of a
+        # window (eagerly each token with probability rate): one more than
+        # that expected count leaves room.
         return min(args.sequence_length - 2, math.ceil(
             args.mask_selection_rate * (args.sequence_length - 2)) + 1)
 
