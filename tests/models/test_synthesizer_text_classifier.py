@@ -154,8 +154,9 @@ def test_preset_of_another_class(tmp_path):
     bert.save_to_preset(bert_preset)
     with pytest.raises(ValueError, match="BertBackbone.*SynthesizerBackbone"):
         SynthesizerBackbone.from_preset(bert_preset)
-    with pytest.raises(ValueError, match="SynthesizerTextClassifier.*"
-                       "compatible with BertBackbone"):
+    with pytest.raises(ValueError, match="holds a `BertBackbone`, but "
+                       "`SynthesizerTextClassifier.from_preset` expects a "
+                       "preset with a `SynthesizerBackbone`"):
         SynthesizerTextClassifier.from_preset(bert_preset)
     ours = str(tmp_path / "ours")
     make_backbone().save_to_preset(ours)
