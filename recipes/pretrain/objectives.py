@@ -243,11 +243,46 @@ class MaskedLanguageModel:
                                ).prefetch(tf.data.AUTOTUNE)
 
     def heldout_dataset(self, tokenizer, rows, args):
-        tf.random.set_seed(args.seed)
-        dataset = tf.data.Dataset.from_tensor_slices(
-            (rows[0].astype("int32"), rows[1].astype("int32"))).batch(
-            args.eval_batch_size).map(self._masked(tokenizer, args))
-        return fixed_batches(dataset)
+        """The held-out windows masked once, in NumPy from `--seed`
+        (BERT's rule, as the generator applies it in `tf.data`:
+        ceil(rate x selectable tokens) positions, 80% `[MASK]`, 10% a
+        random token, 10% kept), so that every worker of a cluster and
+        every variant scores the same targets."""
+        windows, lengths = rows
+        rng = np.random.default_rng(args.seed)
+        count, width = windows.shape
+        slots = self.mask_selection_length(args)
+        special = [tokenizer.token_to_id(t) for t in ("[PAD]", "[CLS]",
+                                                      "[SEP]")]
+        mask_id = tokenizer.token_to_id("[MASK]")
+        token_ids = np.zeros((count, width + 2), "int32")
+        token_ids[:, 0] = special[1]
+        positions = np.zeros((count, slots), "int32")
+        labels = np.zeros((count, slots), "int32")
+        weights = np.zeros((count, slots), "float32")
+        for row, (window, length) in enumerate(zip(windows, lengths)):
+            token_ids[row, 1:length + 1] = window[:length]
+            token_ids[row, length + 1] = special[2]
+            candidates = np.flatnonzero(~np.isin(token_ids[row], special))
+            chosen = np.sort(rng.choice(candidates, min(slots, math.ceil(
+                args.mask_selection_rate * len(candidates))),
+                replace=False))
+            k = len(chosen)
+            positions[row, :k] = chosen
+            labels[row, :k] = token_ids[row, chosen]
+            weights[row, :k] = 1.0
+            draw = rng.random(k)
+            replaced = np.where(draw < 0.8, mask_id, np.where(
+                draw < 0.9, rng.integers(0, tokenizer.vocabulary_size(), k),
+                token_ids[row, chosen]))
+            token_ids[row, chosen] = replaced
+        x = {"token_ids": token_ids, "segment_ids": np.zeros_like(token_ids),
+             "padding_mask": (token_ids != 0).astype("int32")
+             | (np.arange(width + 2)[None] <= lengths[:, None] + 1),
+             "mask_positions": positions}
+        x["padding_mask"] = x["padding_mask"].astype("int32")
+        return tf.data.Dataset.from_tensor_slices(
+            (x, labels, weights)).batch(args.eval_batch_size)
 
     @staticmethod
     def fine_tune_hint(path):
