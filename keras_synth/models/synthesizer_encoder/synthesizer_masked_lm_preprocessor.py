@@ -166,10 +166,9 @@ class SynthesizerMaskedLMPreprocessor(keras_hub.models.MaskedLMPreprocessor):
         ):
             # The derived length follows (a built layer takes no new
             # sub-layer): the generator reads it on each call, and its
-            # TensorFlow selector, which caps the selections, is made anew
-            # on the next TensorFlow call.
+            # TensorFlow selector, which caps the selections, is made anew.
             masker.mask_selection_length = self.mask_selection_length
-            masker._random_selector = None
+            reset_selection_cap(masker)
 
     def build(self, input_shape):
         super().build(input_shape)
@@ -195,6 +194,27 @@ class SynthesizerMaskedLMPreprocessor(keras_hub.models.MaskedLMPreprocessor):
             if length is not None:
                 kwargs["sequence_length"] = length
         return kwargs
+
+
+def reset_selection_cap(masker):
+    """Makes `masker`'s selector cap follow its `mask_selection_length`.
+
+    keras-hub's `MaskedLMMaskGenerator` caps the selections with a
+    `tensorflow_text.RandomItemSelector`. Newer keras-hub releases make it
+    on the first TensorFlow call (from `None`); older ones (0.20) made it
+    in `__init__` and call it as is, so it is made anew here.
+    """
+    if hasattr(masker, "_maybe_initialize_tf"):
+        masker._random_selector = None
+        return
+    import tensorflow_text as tf_text
+
+    cap = masker.mask_selection_length
+    masker._random_selector = tf_text.RandomItemSelector(
+        max_selections_per_batch=2**31 - 1 if cap is None else cap,
+        selection_rate=masker.mask_selection_rate,
+        unselectable_ids=masker.unselectable_token_ids,
+    )
 
 
 def default_mask_selection_length(rate, sequence_length):
