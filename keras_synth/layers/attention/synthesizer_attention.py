@@ -18,11 +18,11 @@ from keras_synth.layers.attention import cache as attention_cache
 from keras_synth.layers.attention.decoding import CachedDecodingMixin
 from keras_synth.layers.attention import masks as attention_masks
 from keras_synth.layers.attention import paths as attention_paths
+from keras_synth.layers.graph_checks import with_checks
 from keras_synth.layers.keras_utils import EinsumDense
 from keras_synth.layers.keras_utils import clone_initializer
 from keras_synth.layers.keras_utils import get_keras_mask
 from keras_synth.layers.keras_utils import set_keras_mask
-from keras_synth.layers.keras_utils import with_checks
 from keras_synth.layers.synthesizers import deserialize_options
 from keras_synth.layers.synthesizers import get_synthesizer
 from keras_synth.layers.synthesizers import mixture
