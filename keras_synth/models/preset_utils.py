@@ -67,7 +67,11 @@ def load_local_tokenizer(preset, config_file, cls, **kwargs):
 
     Returns:
         The tokenizer with its assets, or `None`: `preset` is not a local
-        directory, or holds no `config_file` of a `cls`.
+        directory, or holds no `config_file`.
+
+    Raises:
+        ValueError: the preset's tokenizer is of a known class that is not
+            a `cls` (a character tokenizer asked of a WordPiece preset).
     """
     import json
 
@@ -82,8 +86,14 @@ def load_local_tokenizer(preset, config_file, cls, **kwargs):
         config = json.load(file)
     saved = keras.saving.get_registered_object(
         config.get("registered_name", ""))
-    if not (isinstance(saved, type) and issubclass(saved, cls)):
+    if not isinstance(saved, type):
         return None
+    if not issubclass(saved, cls):
+        raise ValueError(
+            f"Argument `preset`={preset!r} holds a {saved.__name__} "
+            f"({path}), not a {cls.__name__}. Load it with "
+            f"`{saved.__name__}.from_preset`."
+        )
     config = dict(config, config={**config.get("config", {}), **kwargs})
     tokenizer = keras.saving.deserialize_keras_object(config)
     tokenizer.load_preset_assets(preset)

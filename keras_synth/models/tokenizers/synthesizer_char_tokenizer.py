@@ -9,6 +9,8 @@ import numpy as np
 from keras.src.saving import serialization_lib
 
 from keras_synth._hub import keras_hub
+from keras_synth.models.preset_utils import check_local_preset
+from keras_synth.models.preset_utils import load_local_tokenizer
 from keras_synth.models.tokenizers import dispatch
 
 try:
@@ -123,6 +125,17 @@ class SynthesizerCharTokenizer(keras_hub.tokenizers.Tokenizer):
         if max_vocabulary_size is not None:
             vocabulary = vocabulary[: int(max_vocabulary_size)]
         return vocabulary
+
+    @classmethod
+    def from_preset(cls, preset, config_file="tokenizer.json", **kwargs):
+        """The tokenizer of a preset, of any model family that saved a
+        `SynthesizerCharTokenizer` (or, from this class, a
+        `SynthesizerByteTokenizer`)."""
+        check_local_preset(preset)
+        tokenizer = load_local_tokenizer(preset, config_file, cls, **kwargs)
+        if tokenizer is not None:
+            return tokenizer
+        return super().from_preset(preset, config_file=config_file, **kwargs)
 
     def set_vocabulary(self, vocabulary):
         """Sets the vocabulary from a list of tokens or a file path."""
