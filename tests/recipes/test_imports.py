@@ -14,7 +14,10 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 LIGHT = [
     "recipes", "recipes.cli", "recipes.serving", "recipes.benchmark",
     "recipes.core.atomic", "recipes.core.callbacks",
-    "recipes.core.data_files", "recipes.core.files", "recipes.core.flags", "recipes.core.runtime",
+    "recipes.core.cluster", "recipes.core.data_files",
+    "recipes.core.devices", "recipes.core.environment", "recipes.core.files",
+    "recipes.core.flags", "recipes.core.precision", "recipes.core.runtime",
+    "recipes.core.strategies",
     "recipes.core.run_directory", "recipes.core.training",
     "recipes.core.vocabulary",
     "recipes.glue", "recipes.glue.__main__", "recipes.glue.train",
