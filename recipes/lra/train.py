@@ -96,10 +96,9 @@ def build_parser():
         group, num_layers=2, hidden_dim=64,
         layers_help="SynthesizerEncoder blocks.",
         dropout_help="Dropout of the embeddings, attention, feedforward "
-        "layers and head. 0 (the default) lets the batch-independent "
-        "variants share one attention map over the batch in training "
-        "(query-blocked past 2,048 tokens); attention dropout is per "
-        "example.")
+        "layers and head. At 0 the batch-independent variants share one "
+        "attention map over the batch in training (query-blocked past "
+        "2,048 tokens); attention dropout is per example.")
     group.set_defaults(dropout=0.0)
     group.add_argument("--max_length", type=int, default=None,
                        help="Tokens per example, [CLS] included (padded; "
