@@ -106,8 +106,8 @@ def attention_path(synthesizer, dropout, length):
     dependent = [name for name in parse_synthesizer(synthesizer)
                  if get_synthesizer(name).batch_dependent]
     if dependent:
-        return "general", (f"{', '.join(dependent)} depend(s) on the input: "
-                           "B x H x T x S probabilities")
+        return "general", (f"{'+'.join(dependent)}: logits that depend on "
+                           "the input, B x H x T x S probabilities")
     if dropout > 0:
         return "general", (f"--dropout={dropout} drops attention "
                            "probabilities per example: B x H x T x S "
@@ -117,8 +117,8 @@ def attention_path(synthesizer, dropout, length):
             f"one H x T x S map for the batch, {query_blocks.QUERY_BLOCK} "
             "query rows at a time")
     return "batch_shared", (
-        "one H x T x S map for the batch (blocks of queries from "
-        f"{2 * query_blocks.QUERY_BLOCK + 1} tokens)")
+        "one H x T x S map for the batch; blocks of queries from "
+        f"{2 * query_blocks.QUERY_BLOCK + 1} tokens on")
 
 
 def byte_preprocessor(max_length):

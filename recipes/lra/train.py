@@ -371,7 +371,6 @@ def attention_picture(path, model, probe, packed, labels, classes, args):
     """attention.png: the maps of the first test example, with its true
     and predicted class."""
     import keras
-    import numpy as np
 
     from recipes.lra import model as model_lib
 

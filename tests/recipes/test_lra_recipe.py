@@ -6,15 +6,14 @@ and exports; the attention path it announces is the one the layers take
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
 
 from tests.recipes.core.tensorflow_only import requires_tensorflow
+from tests.recipes.progress_run import kill_at
 
 pytestmark = requires_tensorflow
 
@@ -47,21 +46,7 @@ def _start(run_dir, cache_dir, *extra):
 @pytest.mark.parametrize("task", sorted(TASKS))
 def test_sigkill_mid_epoch_then_resume(tmp_path, task):
     run_dir, cache = str(tmp_path / "run"), str(tmp_path / "cache")
-    process = _start(run_dir, cache, *TASKS[task])
-    seen, deadline = [], time.time() + 300
-    try:
-        for line in process.stdout:
-            seen.append(line)
-            if line.strip() == "batch-end epoch=2 batch=2":
-                process.send_signal(signal.SIGKILL)
-                break
-            assert time.time() < deadline, "".join(seen)[-3000:]
-        process.wait(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    assert process.returncode == -signal.SIGKILL, "".join(seen)[-3000:]
+    kill_at(_start(run_dir, cache, *TASKS[task]), epoch=2, batch=2)
     assert not os.path.exists(os.path.join(run_dir, "results.json"))
 
     resumed = _start(run_dir, cache, *TASKS[task])
@@ -73,7 +58,7 @@ def test_sigkill_mid_epoch_then_resume(tmp_path, task):
     assert results["resumed_from_epoch"] == 1
     assert results["optimizer_steps"] == results["steps_reached"] == 12
     assert [h["epoch"] for h in results["history"]] == [1, 2, 3]
-    assert f"Steps reached: 12" in out
+    assert "Steps reached: 12" in out
     for split, metrics in results["metrics"].items():
         assert 0.0 <= metrics["accuracy"] <= 1.0, split
     assert os.path.isfile(os.path.join(run_dir, "attention.png"))
@@ -137,6 +122,9 @@ def _check_token_export(run_dir):
     ("factorized_random", 0.1, 2200, "general"),
     ("dense", 0.0, 2200, "general"),
     ("random+vanilla", 0.0, 2200, "general"),
+    ("vanilla", 0.0, 1024, "general"),
+    ("factorized_dense", 0.0, 1024, "general"),
+    ("fixed_random", 0.0, 1024, "batch_shared"),
 ])
 def test_announced_attention_path_is_taken(monkeypatch, synthesizer,
                                            dropout, length, expected):
@@ -163,8 +151,9 @@ def test_announced_attention_path_is_taken(monkeypatch, synthesizer,
     args = argparse.Namespace(
         max_length=length, synthesizer=synthesizer, hidden_dim=8,
         num_layers=1, num_heads=2, intermediate_dim=8, dropout=dropout,
-        pooling="cls", synthesizer_options={"rank": 2} if "factorized" in
-        synthesizer else None, learning_rate=1e-3, warmup_fraction=0.0,
+        pooling="cls", synthesizer_options=(
+            {"rank": 2} if "factorized_random" in synthesizer else None),
+        learning_rate=1e-3, warmup_fraction=0.0,
         weight_decay=0.0, ema_momentum=None, jit_compile=False)
     keras.utils.set_random_seed(0)
     model, _ = model_lib.build_model(args, 20, 10)
