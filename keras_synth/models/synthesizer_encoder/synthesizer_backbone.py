@@ -6,7 +6,6 @@ from keras_synth._hub import keras_hub
 from keras_synth.layers import SynthesizerEncoder
 from keras_synth.models.backbone_utils import ConfigAttributesMixin
 from keras_synth.models.backbone_utils import synthesizer_options_argument
-from keras_synth.models.preset_utils import check_local_preset
 from keras_synth.models.preset_utils import load_preset
 
 POOLINGS = ("mean", "cls", "cls_dense")
