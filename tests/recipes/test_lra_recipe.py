@@ -85,6 +85,28 @@ def test_sigkill_mid_epoch_then_resume(tmp_path, task):
         assert results["attention_path"] == "general"
         assert "ListOps: the generated set cached in" in out  # not anew
         _check_token_export(run_dir)
+        _check_lra_files_run(tmp_path, cache)
+
+
+def _check_lra_files_run(tmp_path, cache):
+    """`--data_dir` reads LRA's files: here the generated set's folder,
+    written in their format; the run trains on the same examples."""
+    [folder] = os.listdir(cache)
+    run_dir = str(tmp_path / "files")
+    env = dict(os.environ, KERAS_BACKEND="tensorflow", PYTHONPATH=REPO)
+    done = subprocess.run(
+        [sys.executable, "-m", "recipes.lra", "--task=listops",
+         f"--data_dir={os.path.join(cache, folder)}", "--max_length=128",
+         f"--model_dir={run_dir}", *TINY, "--epochs=1", "--no_export",
+         "--no_attention_plot"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "LRA's files in" in done.stdout
+    with open(os.path.join(run_dir, "results.json")) as f:
+        results = json.load(f)
+    assert results["source"].startswith("ListOps (LRA's files in")
+    assert results["sequences"]["train"]["examples"] == 48
+    assert results["attention_png"] is None and results["export"] is None
 
 
 def _check_text_export(run_dir, results):
