@@ -80,6 +80,7 @@ def test_sigkill_mid_epoch_then_resume(tmp_path, task):
                 "than --max_length=512 tokens were cut") in out
         assert results["attention_path"] == "batch_shared"
         _check_text_export(run_dir, results)
+        _check_files_run(tmp_path, reviews)
     else:
         assert results["cut"] == {"train": 0, "valid": 0, "test": 0}
         assert results["attention_path"] == "general"
@@ -107,6 +108,37 @@ def _check_lra_files_run(tmp_path, cache):
     assert results["source"].startswith("ListOps (LRA's files in")
     assert results["sequences"]["train"]["examples"] == 48
     assert results["attention_png"] is None and results["export"] is None
+
+
+def _check_files_run(tmp_path, reviews):
+    """`--dataset=files`: `label<TAB>text` files (one gzipped), string
+    labels as the classes."""
+    import gzip
+
+    names = {"0": "neg", "1": "pos"}
+    train = tmp_path / "train.tsv.gz"
+    with gzip.open(train, "wt", encoding="utf-8") as f:
+        for label, body in reviews["train"][:32]:
+            f.write(f"{names[label]}\t{body}\n")
+    test = tmp_path / "test.tsv"
+    test.write_text("".join(f"{names[label]}\t{body}\n"
+                            for label, body in reviews["test"][:8]),
+                    encoding="utf-8")
+    run_dir = str(tmp_path / "files")
+    env = dict(os.environ, KERAS_BACKEND="tensorflow", PYTHONPATH=REPO)
+    done = subprocess.run(
+        [sys.executable, "-m", "recipes.lra", "--task=text",
+         "--dataset=files", f"--train_file={train}", f"--test_file={test}",
+         "--max_length=256", f"--model_dir={run_dir}", *TINY, "--epochs=1",
+         "--no_export", "--no_attention_plot"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    with open(os.path.join(run_dir, "results.json")) as f:
+        results = json.load(f)
+    assert results["classes"] == ["neg", "pos"]
+    assert results["sequences"]["train"]["examples"] == 32
+    assert results["cut"]["test"] == sum(
+        len(body.encode()) + 2 > 256 for _, body in reviews["test"][:8])
 
 
 def _check_text_export(run_dir, results):
