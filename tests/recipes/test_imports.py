@@ -25,6 +25,8 @@ LIGHT = [
     "recipes.glue.metrics",
     "recipes.lm", "recipes.lm.__main__", "recipes.lm.train",
     "recipes.lm.data",
+    "recipes.lra", "recipes.lra.__main__", "recipes.lra.train",
+    "recipes.lra.listops", "recipes.lra.text",
     "recipes.translate", "recipes.translate.__main__",
     "recipes.translate.train", "recipes.translate.data",
 ]
@@ -67,4 +69,5 @@ def test_importing_recipe_modules_leaves_the_backend_alone():
     # and TensorFlow, but none sets KERAS_BACKEND.
     assert "recipes.glue.model" in report["all"]
     assert "recipes.lm.model" in report["all"]
+    assert "recipes.lra.model" in report["all"]
     assert set(report["all"].values()) == {None}, report["all"]
