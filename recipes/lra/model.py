@@ -70,7 +70,7 @@ def build_model(args, vocabulary_size, num_classes):
         hidden_dim=args.hidden_dim, num_layers=args.num_layers,
         num_heads=args.num_heads, intermediate_dim=args.intermediate_dim,
         dropout=args.dropout, pooling=args.pooling,
-        synthesizer_options=args.synthesizer_options)
+        synthesizer_options=args.synthesizer_options, name="lra_synthesizer")
 
 
 def compile_model(model, args, total_steps, steps_per_execution):

@@ -23,6 +23,7 @@ import os
 import time
 
 from recipes import cli
+from recipes.core import cluster
 from recipes.core import experiment
 from recipes.core import flags
 from recipes.core import run_directory
@@ -123,6 +124,9 @@ def build_parser():
                        help="Batch size of the evaluation.")
     flags.add_output_switches(parser.add_argument_group("outputs"),
                               attention_plot=True)
+    # The shared vocabulary flags do not apply (fixed vocabularies): a
+    # `--vocab_size` given is refused, not ignored.
+    parser.set_defaults(vocab_size=None)
     return parser
 
 
@@ -164,11 +168,12 @@ def validate_args(args, check_options=True):
     if not 0.0 <= args.dropout < 1.0:
         raise ValueError("Argument `--dropout` must be in [0, 1). "
                          f"Received: --dropout={args.dropout}")
-    if args.vocab_file is not None:
-        raise ValueError(
-            "Argument `--vocab_file` does not apply to recipes.lra: its "
-            "vocabularies are fixed (ListOps' tokens, UTF-8 bytes). "
-            f"Received: --vocab_file={args.vocab_file}")
+    for name in ("vocab_file", "vocab_size"):
+        if getattr(args, name) is not None:
+            raise ValueError(
+                f"Argument `--{name}` does not apply to recipes.lra: its "
+                "vocabularies are fixed (ListOps' tokens, UTF-8 bytes). "
+                f"Received: --{name}={getattr(args, name)}")
     args.synthesizer_options = flags.synthesizer_options(
         args, max_length=args.max_length, check_values=check_options)
     if args.task == "listops":
@@ -216,7 +221,7 @@ def load_data(args, log=print):
         else:
             rows, folder = listops.cached_splits(
                 args.cache_dir, args.seed, listops_parameters(args),
-                write=runtime.is_chief(), log=log)
+                write=cluster.is_chief(), log=log)
             where = f"generated with seed {args.seed}, cached in {folder}"
         splits = {}
         for split, name in (("train", "train"), ("valid", "val"),
@@ -282,7 +287,7 @@ def run(args, log=print):
                                             args.max_length)
     log(f"Attention in training: {path.replace('_', '-')} path ({reason}).")
 
-    initial_epoch = runtime.chief_first(strategy, run_dir.resume)
+    initial_epoch = cluster.chief_first(strategy, run_dir.resume)
     steps_per_epoch = args.steps_per_epoch or count // args.batch_size
     steps_per_execution = flags.steps_per_execution(
         args.steps_per_execution, args.strategy, steps_per_epoch)

@@ -230,6 +230,8 @@ def test_announced_attention_path_is_taken(monkeypatch, synthesizer,
     (["--task=text", "--train_file=a"], "pass --dataset=files"),
     (["--task=listops", "--listops_max_args=1"], "--listops_max_args"),
     (["--task=text", "--vocab_file=v.txt"], "vocabularies are fixed"),
+    (["--task=listops", "--vocab_size=100"],
+     "`--vocab_size` does not apply to recipes.lra"),
     (["--task=text", "--synthesizer=randm"], "Unknown variant 'randm'"),
 ])
 def test_bad_flags_exit_2_with_one_line(capsys, argv, message):
