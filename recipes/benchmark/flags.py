@@ -40,6 +40,26 @@ INSTALL = {"tensorflow": "pip install tensorflow",
 # extra installs TensorFlow; JAX comes with the `jax` extra).
 DEFAULT_BACKENDS = ("tensorflow", "jax")
 MODES = ("train", "generate", "context", "step")
+# --preset: named configurations of the flags above; a flag given on the
+# command line wins over its preset value.
+# lra: Long Range Arena's speed and memory table (Tay et al. 2021): its
+# byte-level text setup (width 256, 4 heads; batch 32, LRA's batch), lengths
+# 1K-4K, every variant but dense+vanilla against MultiHeadAttention,
+# training steps only, the memory of every (length, row) cell.
+PRESETS = {
+    "lra": {
+        "mode": "train",
+        "lengths": [1024, 2048, 3072, 4096],
+        "batch_size": 32,
+        "hidden_dim": 256,
+        "num_heads": 4,
+        "variants": ["vanilla", "dense", "factorized_dense", "random",
+                     "fixed_random", "factorized_random", "random+vanilla"],
+        "masks": ["none"],
+        "no_forward": True,
+        "memory_batch": 0,
+    },
+}
 # Lengths when --lengths is not given: train: T = S; generate: total
 # lengths (prompt + generated tokens); context: the first length tried.
 DEFAULT_LENGTHS = {
@@ -115,6 +135,15 @@ def build_parser():
         formatter_class=cli.HelpFormatter,
     )
     add = parser.add_argument
+    add("--preset", choices=sorted(PRESETS), default=None,
+        help="a named configuration of these flags; flags given with it "
+        "win. lra: Long Range Arena's speed table (--lengths "
+        "1024,2048,3072,4096 --batch_size 32 --hidden_dim 256 --num_heads 4"
+        " --variants vanilla,dense,factorized_dense,random,fixed_random,"
+        "factorized_random,random+vanilla --masks none --no_forward "
+        "--memory_batch 0; the memory of every cell), reported as steps/s "
+        "and peak memory against MultiHeadAttention (lra_speed.md, "
+        "lra_speed.png).")
     add("--mode", choices=MODES, default="train",
         help="what to measure (see above).")
     here = ",".join(default_backends()) or "none installed"
@@ -254,6 +283,15 @@ def check_args(args):
     return args
 
 
+def parse_with_preset(parser, argv=None):
+    """`parser.parse_args(argv)`, the values of `--preset` as defaults:
+    flags given on the command line win over the preset's."""
+    first, _ = parser.parse_known_args(argv)
+    if first.preset:
+        parser.set_defaults(**PRESETS[first.preset])
+    return parser.parse_args(argv)
+
+
 def parse(argv=None):
     """Parses and checks a command line (`SystemExit` on bad flags)."""
-    return check_args(build_parser().parse_args(argv))
+    return check_args(parse_with_preset(build_parser(), argv))

@@ -42,6 +42,7 @@ OUTPUTS = {
 def config_of(args):
     config = {
         "mode": args.mode,
+        "preset": args.preset,
         "lengths": args.lengths,
         "batch_size": args.batch_size,
         "hidden_dim": args.hidden_dim,
@@ -157,6 +158,8 @@ def main(argv=None):
         return 1
     table = summarize(results, model_dir)
     print(table)
-    stats.log(f"results in {model_dir}: {OUTPUTS[args.mode]} "
+    outputs = OUTPUTS[args.mode] + (
+        ", lra_speed.md, lra_speed.png" if args.preset == "lra" else "")
+    stats.log(f"results in {model_dir}: {outputs} "
               f"({results['wall_seconds'] / 60:.1f} min)")
     return 0

@@ -3,6 +3,7 @@ step_time.png."""
 
 import os
 
+from recipes.benchmark import lra_speed
 from recipes.benchmark import report_utils
 from recipes.benchmark import stats
 from recipes.benchmark.flags import BASELINE
@@ -154,10 +155,17 @@ def plot(results, path):
 
 
 def summarize(results, run_dir):
-    """Adds ratios, writes results.json, table.md and step_time.png."""
+    """Adds ratios, writes results.json, table.md and step_time.png; with
+    `--preset lra` also LRA's speed table (`lra_speed`: results.json's
+    `lra_speed`, lra_speed.md, lra_speed.png), which the returned table
+    ends with."""
     add_ratios(results)
+    os.makedirs(run_dir, exist_ok=True)
+    speed = ""
+    if results["config"].get("preset") == "lra":
+        speed = "\n" + lra_speed.summarize(results, run_dir)
     report_utils.write_results(results, run_dir)
     table = format_table(results)
     report_utils.write_table(table, run_dir)
     plot(results, os.path.join(run_dir, "step_time.png"))
-    return table
+    return table + speed
