@@ -33,6 +33,8 @@ MEMORY_MEASURES = {
     "torch_compile": "not measured",
 }
 MEMORY_KEYS = ("peak_bytes", "largest_tensor_bytes")
+MEMORY_TITLES = {"peak_bytes": "peak (XLA buffer assignment)",
+                 "largest_tensor_bytes": "largest tensor"}
 
 
 def memory_key(backend):
@@ -124,41 +126,41 @@ def format_speed_table(results):
 
 
 def plot_speed(results, path):
-    """Steps/s and memory relative to MultiHeadAttention against length:
-    two panels per backend (the memory panel empty where not measured)."""
+    """Steps/s and memory relative to MultiHeadAttention against length: a
+    line of two panels per backend (the memory panel says where memory is
+    not measured)."""
     names = list(dict.fromkeys(e["backend"] for e in results["lra_speed"]))
-    plt, fig, axes = report_utils.panels(2 * len(names))
-    for i, name in enumerate(names):
+    plt, fig, axes = report_utils.panels(2, rows=len(names))
+    for (speed_ax, memory_ax), name in zip(axes, names):
         entries = [e for e in results["lra_speed"] if e["backend"] == name]
         key = memory_key(name)
-        for ax, field, label in (
-                (axes[2 * i], "steps_per_s_ratio_to_mha",
-                 "training steps/s / MultiHeadAttention"),
-                (axes[2 * i + 1], f"{key}_ratio_to_mha",
-                 "memory / MultiHeadAttention")):
+        label = report_utils.backend_label(name)
+        for ax, field, ylabel, title in (
+                (speed_ax, "steps_per_s_ratio_to_mha",
+                 "training steps/s / MultiHeadAttention", label),
+                (memory_ax, f"{key}_ratio_to_mha",
+                 "memory / MultiHeadAttention",
+                 f"{label}: " + MEMORY_TITLES.get(key,
+                                                  "memory not measured"))):
             for row in dict.fromkeys(e["row"] for e in entries):
                 points = sorted((e["length"], e.get(field)) for e in entries
                                 if e["row"] == row
                                 and e.get(field) is not None)
-                if not points:
-                    continue
-                ax.plot([p[0] for p in points], [p[1] for p in points],
-                        marker="o", markersize=3,
-                        linewidth=2.2 if row == BASELINE else 1.2,
-                        color="black" if row == BASELINE else None,
-                        label=report_utils.row_label(row))
+                if points:
+                    ax.plot([p[0] for p in points], [p[1] for p in points],
+                            marker="o", markersize=3,
+                            linewidth=2.2 if row == BASELINE else 1.2,
+                            color="black" if row == BASELINE else None,
+                            label=report_utils.row_label(row))
             ax.set_xscale("log", base=2)
+            lengths = sorted({e["length"] for e in entries})
+            ax.set_xticks(lengths, [str(n) for n in lengths])
+            ax.minorticks_off()
             ax.set_xlabel("sequence length")
-            ax.set_ylabel(label, fontsize=8)
-            title = report_utils.backend_label(name)
-            if ax is axes[2 * i + 1]:
-                title += ": " + (
-                    {"peak_bytes": "peak (XLA)",
-                     "largest_tensor_bytes": "largest tensor"}.get(
-                         key, "memory not measured"))
+            ax.set_ylabel(ylabel, fontsize=8)
             ax.set_title(title, fontsize=9)
             ax.grid(True, which="both", alpha=0.3)
-        axes[2 * i].legend(fontsize=6)
+        speed_ax.legend(fontsize=6)
     report_utils.save_figure(plt, fig, path)
 
 

@@ -32,16 +32,18 @@ def table_head(caption, columns):
     return [caption, "", table_row(columns), "|" + "---|" * len(columns)]
 
 
-def panels(count):
-    """`(plt, fig, axes)`: `count` panels side by side (Agg backend)."""
+def panels(count, rows=None):
+    """`(plt, fig, axes)`: `count` panels side by side (Agg backend); with
+    `rows`, `rows` such lines, `axes` then a `rows x count` array."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, count, figsize=(5 * count, 3.6),
+    fig, axes = plt.subplots(rows or 1, count,
+                             figsize=(5 * count, 3.6 * (rows or 1)),
                              squeeze=False)
-    return plt, fig, axes[0]
+    return plt, fig, axes[0] if rows is None else axes
 
 
 def log_log_axes(ax, xlabel, ylabel, title):
