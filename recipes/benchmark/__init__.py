@@ -15,9 +15,14 @@ own (`runner`), one of four things (`--mode`, `flags`):
   cached decoding step against its position in the cache, split into a
   fixed part and a part per cached position.
 
+`--preset lra` (`flags.PRESETS`, `lra_speed`) sets the train mode's flags
+to Long Range Arena's speed table and adds its report: steps/s and memory
+against MultiHeadAttention at lengths 1K-4K.
+
 Output, in `--model_dir` (default `runs/benchmark/<timestamp>`):
 `results.json`, `table.md` (also printed) and a plot (`step_time.png`,
-`tokens_per_s.png`).
+`tokens_per_s.png`; with `--preset lra` also `lra_speed.md` and
+`lra_speed.png`).
 
 Examples (2 CPU cores):
 
@@ -25,6 +30,7 @@ Examples (2 CPU cores):
     python -m recipes.benchmark --mode generate --lengths 256,512,1024,2048
     python -m recipes.benchmark --mode context --backends jax
     python -m recipes.benchmark --mode step --lengths 2048
+    python -m recipes.benchmark --preset lra --backends jax
 """
 
 from recipes.benchmark.flags import build_parser
