@@ -96,6 +96,12 @@ class EinsumDense(keras.layers.EinsumDense):
     `+` of backend tensors broadcasts correctly on every backend.
     """
 
+    def quantize(self, mode=None, type_check=True, config=None):
+        """Keras's `EinsumDense.quantize`, which refuses subclasses unless
+        told not to check the type (this one only changes the float
+        call's bias addition)."""
+        return super().quantize(mode, type_check=False, config=config)
+
     def call(self, inputs, training=None):
         if self.bias is None:
             return super().call(inputs, training=training)

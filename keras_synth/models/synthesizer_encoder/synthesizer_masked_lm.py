@@ -12,6 +12,7 @@ from keras_synth.models.preset_utils import (
     save_task_weights_without_optimizer,
 )
 from keras_synth.models.shuffled_fit import ShuffledFitMixin
+from keras_synth.models.task_quantization import QuantizeMixin
 from keras_synth.models.synthesizer_encoder.synthesizer_backbone import SynthesizerBackbone
 from keras_synth.models.synthesizer_encoder.synthesizer_masked_lm_preprocessor import (  # noqa: E501
     SynthesizerMaskedLMPreprocessor,
@@ -22,7 +23,8 @@ from keras_synth.models.synthesizer_encoder.synthesizer_text_classifier import (
 
 
 @keras.saving.register_keras_serializable(package="keras_synth")
-class SynthesizerMaskedLM(ShuffledFitMixin, keras_hub.models.MaskedLM):
+class SynthesizerMaskedLM(QuantizeMixin, ShuffledFitMixin,
+                          keras_hub.models.MaskedLM):
     """Masked language modeling (BERT's pretraining) with a `SynthesizerBackbone`.
 
     Predicts the original tokens at `mask_positions` from the backbone's

@@ -14,6 +14,7 @@ from keras_synth.models.preset_utils import (
     save_task_weights_without_optimizer,
 )
 from keras_synth.models.shuffled_fit import ShuffledFitMixin
+from keras_synth.models.task_quantization import QuantizeMixin
 from keras_synth.models.truncation import tracing_for_export
 from keras_synth.models.synthesizer_encoder.synthesizer_text_classifier_preprocessor import (
     SynthesizerTextClassifierPreprocessor,
@@ -22,7 +23,7 @@ from keras_synth.models.synthesizer_encoder.synthesizer_text_classifier_preproce
 
 @keras.saving.register_keras_serializable(package="keras_synth")
 class SynthesizerTextClassifier(
-    ShuffledFitMixin, keras_hub.models.TextClassifier
+    QuantizeMixin, ShuffledFitMixin, keras_hub.models.TextClassifier
 ):
     """Text classification (or regression) with a `SynthesizerBackbone`.
 
