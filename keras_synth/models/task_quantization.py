@@ -14,6 +14,12 @@ class QuantizeMixin:
     Here those weightless layers count as built while `quantize` runs (they
     are skipped, as Keras skips every layer without a `quantize`), and the
     cached generate function is dropped with Keras's compiled ones.
+
+    A quantized task's config names its quantized head layers (the
+    backbone's config carries its own, keras-hub's `DTypePolicyMap`), and
+    `from_config` quantizes them again, so that `.keras` files and presets
+    of a quantized task reload (keras-hub's tasks rebuild a float head and
+    fail to load its int8 weights).
     """
 
     def quantize(self, mode=None, **kwargs):
@@ -21,6 +27,28 @@ class QuantizeMixin:
             super().quantize(mode, **kwargs)
         if hasattr(self, "generate_function"):
             self.generate_function = None
+
+    def get_config(self):
+        config = super().get_config()
+        inner = {id(layer) for part in (self.backbone, self.preprocessor)
+                 if part is not None for layer in part._flatten_layers()}
+        head = {layer.path: layer.quantization_mode
+                for layer in self._flatten_layers(include_self=False)
+                if id(layer) not in inner
+                and layer.quantization_mode is not None}
+        if head:
+            config["quantized_layers"] = head
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        head = config.pop("quantized_layers", None) or {}
+        task = super().from_config(config)
+        for layer in task._flatten_layers(include_self=False):
+            if layer.path in head:
+                layer.quantize(head[layer.path])
+        return task
 
 
 @contextlib.contextmanager
