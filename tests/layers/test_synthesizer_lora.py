@@ -138,14 +138,18 @@ def test_fit_changes_only_the_adapters(variant):
     assert np.abs(to_numpy(model(x)) - before).max() > 1e-4
 
 
+def tuned_model(variant, **lora_kwargs):
+    """A model of one layer whose `variant` has LoRA with random adapters."""
+    layer = make_layer(variant)
+    synthesizer_of(layer, variant).enable_lora(RANK, **lora_kwargs)
+    randomize_adapters(synthesizer_of(layer, variant))
+    query = keras.Input((6, 8))
+    return keras.Model(query, layer(query, query))
+
+
 @pytest.mark.parametrize("variant", sorted(LORA_VARIANTS))
 def test_keras_file_round_trip_of_lora_enabled_layer(variant, tmp_path):
-    layer = make_layer(variant)
-    synthesizer = synthesizer_of(layer, variant)
-    synthesizer.enable_lora(RANK, lora_alpha=2 * RANK)
-    randomize_adapters(synthesizer)
-    query = keras.Input((6, 8))
-    model = keras.Model(query, layer(query, query))
+    model = tuned_model(variant, lora_alpha=2 * RANK)
     x = inputs()
     expected = to_numpy(model(x))
     path = str(tmp_path / "lora.keras")
@@ -159,12 +163,7 @@ def test_keras_file_round_trip_of_lora_enabled_layer(variant, tmp_path):
 
 
 def test_load_into_lora_enabled_layer_zeroes_merged_update(tmp_path):
-    layer = make_layer("random")
-    synthesizer = synthesizer_of(layer, "random")
-    synthesizer.enable_lora(RANK)
-    randomize_adapters(synthesizer)
-    query = keras.Input((6, 8))
-    model = keras.Model(query, layer(query, query))
+    model = tuned_model("random")
     x = inputs()
     expected = to_numpy(model(x))
     path = str(tmp_path / "weights.weights.h5")

@@ -93,16 +93,22 @@ def test_quantized_logits_follow_query_start(variant):
     np.testing.assert_allclose(rows, full[:, 5:8, :9], rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.parametrize("variant", sorted(QUANTIZED))
-def test_quantized_model_keras_round_trip(variant, tmp_path):
-    model, _ = make_model(variant)
+def quantized_round_trip(model, x, path):
+    """Quantizes `model`, saves it to `path`, reloads it; checks equal
+    outputs and returns the reloaded model."""
     model.quantize("int8")
-    x = inputs()
     expected = to_numpy(model(x))
-    path = str(tmp_path / "int8.keras")
     model.save(path)
     restored = keras.saving.load_model(path)
     np.testing.assert_array_equal(to_numpy(restored(x)), expected)
+    return restored
+
+
+@pytest.mark.parametrize("variant", sorted(QUANTIZED))
+def test_quantized_model_keras_round_trip(variant, tmp_path):
+    model, _ = make_model(variant)
+    restored = quantized_round_trip(model, inputs(),
+                                    str(tmp_path / "int8.keras"))
     synthesizer = synthesizer_of(restored.layers[-1], variant)
     for attribute in QUANTIZED[variant]:
         assert keras.backend.standardize_dtype(
@@ -151,14 +157,8 @@ def test_quantized_blocks_keras_round_trip(tmp_path):
                            max_length=LENGTH)(x)
     y = SynthesizerDecoder(16, 2, synthesizer="factorized_random",
                            max_length=LENGTH)(y, y)
-    model = keras.Model(x, y)
-    model.quantize("int8")
-    data = inputs()
-    expected = to_numpy(model(data))
-    path = str(tmp_path / "blocks.keras")
-    model.save(path)
-    restored = keras.saving.load_model(path)
-    np.testing.assert_array_equal(to_numpy(restored(data)), expected)
+    restored = quantized_round_trip(keras.Model(x, y), inputs(),
+                                    str(tmp_path / "blocks.keras"))
     assert sorted(w.path.split("/")[-1] for w in restored.weights
                   if keras.backend.standardize_dtype(w.dtype) == "int8") == [
         "kernel"] * 12 + ["left", "logits", "right"]
