@@ -5,7 +5,7 @@ from keras import ops
 
 from keras_synth.models.preset_utils import load_preset
 from keras_synth.models.shuffled_fit import ShuffledFitMixin
-from keras_synth.models.task_quantization import QuantizeMixin
+from keras_synth.models.quantization import QuantizeMixin
 from keras_synth._hub import keras_hub
 from keras_synth.models import generation_utils as utils
 from keras_synth.models.synthesizer_causal_lm.synthesizer_causal_lm_backbone import (

@@ -1,9 +1,28 @@
-"""`QuantizeMixin`: `task.quantize(mode)` straight after `from_preset`."""
+"""`quantize` of the backbones and tasks: without Keras's warning for every
+layer that has nothing to quantize, and, for tasks, straight after
+`from_preset` and reloadable."""
 
 import contextlib
+import warnings
+
+# What `keras.Model.quantize` warns for each layer without a `quantize`
+# (layer norms, dropout, inputs, pooling: nothing to quantize).
+NOTHING_TO_QUANTIZE = r"Layer \w+ does not have a `quantize` method"
 
 
-class QuantizeMixin:
+class QuietQuantizeMixin:
+    """`quantize` without Keras's warning for each layer that has no weights
+    to quantize (other warnings, such as a synthesizer's for a mode it
+    does not support, are kept). Mixed in before the keras-hub class."""
+
+    def quantize(self, mode=None, **kwargs):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", NOTHING_TO_QUANTIZE,
+                                    UserWarning)
+            super().quantize(mode, **kwargs)
+
+
+class QuantizeMixin(QuietQuantizeMixin):
     """`quantize` that works before the task's first call.
 
     `keras.Model.quantize` visits every layer without sublayers and refuses
