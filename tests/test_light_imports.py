@@ -6,6 +6,7 @@ imported on first use (`keras_synth._lazy`). Each check runs in a fresh
 process on the backend under test, as a user's session would.
 """
 
+import ast
 import json
 import os
 import pathlib
@@ -60,6 +61,21 @@ def test_import_keras_synth_imports_no_keras_hub_nor_tensorflow():
     expected = ["tensorflow"] if BACKEND == "tensorflow" else []
     assert report["imported"] == expected
     assert report["dir"] == ["SynthesizerEncoder", "models"]
+
+
+def test_layers_import_tensorflow_in_graph_checks_only():
+    # The layers use `keras.ops`; the one exception is the run-time checks
+    # of a TensorFlow graph (`keras_synth/layers/graph_checks.py`).
+    importers = set()
+    for path in sorted((ROOT / "keras_synth" / "layers").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([alias.name for alias in node.names]
+                     if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom)
+                     else [])
+            if any(name.split(".")[0] == "tensorflow" for name in names):
+                importers.add(path.relative_to(ROOT).as_posix())
+    assert importers == {"keras_synth/layers/graph_checks.py"}
 
 
 LOAD = """

@@ -78,6 +78,7 @@ PARSERS = {
     "recipes.translate": "recipes.translate.train",
     "recipes.lm": "recipes.lm.train",
     "recipes.pretrain": "recipes.pretrain.train",
+    "recipes.lra": "recipes.lra.train",
     "recipes.benchmark": "recipes.benchmark",
 }
 

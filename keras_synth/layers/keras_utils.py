@@ -2,7 +2,8 @@
 
 Integer checks, initializer copies, the Keras mask attached to a tensor,
 reading a boolean tensor's value when it has one (eager) or not (traced),
-and run-time checks of values known only when a TensorFlow graph runs.
+and an `EinsumDense` whose bias broadcasts alike on every backend.
+(Run-time checks of a TensorFlow graph are in `graph_checks`.)
 Shared by the modules of this package; not part of the public API.
 """
 
@@ -44,45 +45,6 @@ def concrete_bool(x):
         return bool(ops.convert_to_numpy(x))
     except Exception:  # a tracer or symbolic tensor has no value yet
         return None
-
-
-def graph_check(condition, message, value):
-    """A run-time check of a symbolic `condition`, where the backend has one.
-
-    Only a TensorFlow graph (`tf.function` without XLA) leaves a length
-    unknown until it runs and can raise then: this returns a
-    `tf.debugging.Assert` op whose error (`InvalidArgumentError`) reads
-    `message` with its `{}` replaced by `value`; `with_checks` makes the
-    layer's work wait for it. Everywhere else (eager tensors, JAX, whose
-    shapes are static under `jax.jit`, PyTorch) it returns `None`: there
-    the value is known and checked in Python. Under XLA (`jit_compile`)
-    TensorFlow drops assertions; shapes are static there, and an
-    out-of-range slice fails to compile instead.
-    """
-    if keras.backend.backend() != "tensorflow":
-        return None
-    import tensorflow as tf
-
-    if tf.executing_eagerly() or not tf.is_tensor(condition):
-        return None
-    # (The eager caller's exception keeps the start and the end of a long
-    # message, not its middle: put what matters first.)
-    return tf.debugging.Assert(
-        condition, [tf.strings.format(message, [value])]
-    )
-
-
-def with_checks(checks, *tensors):
-    """`tensors` (each maybe `None`), made to wait for the `graph_check` ops
-    in `checks` (`None` entries ignored), so that a failing check raises
-    before any op that depends on these tensors runs."""
-    checks = [c for c in checks if c is not None]
-    if not checks:
-        return tensors
-    import tensorflow as tf
-
-    with tf.control_dependencies(checks):
-        return tuple(None if t is None else tf.identity(t) for t in tensors)
 
 
 class EinsumDense(keras.layers.EinsumDense):

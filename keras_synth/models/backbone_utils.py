@@ -48,3 +48,22 @@ def synthesizer_options_argument(kwargs, specs, synthesizer_options, owner):
     arguments popped from `kwargs` and merged in (deprecated)."""
     return pop_legacy_options(kwargs, variants_of(specs), synthesizer_options,
                               owner=owner)
+
+
+def check_backbone_sizes(**sizes):
+    """ValueError naming the first size that is not a positive int, or a
+    `hidden_dim` that `num_heads` does not divide (keyword arguments: the
+    backbone's argument names and values)."""
+    for name, value in sizes.items():
+        if not isinstance(value, int) or isinstance(value, bool) or (
+            value < 1
+        ):
+            raise ValueError(
+                f"Argument `{name}` must be a positive int. Received: "
+                f"{name}={value!r}"
+            )
+    if sizes["hidden_dim"] % sizes["num_heads"]:
+        raise ValueError(
+            f"Argument `hidden_dim`={sizes['hidden_dim']} must be divisible "
+            f"by `num_heads`={sizes['num_heads']}."
+        )

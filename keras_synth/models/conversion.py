@@ -123,15 +123,9 @@ def convert_bert(source, synthesizer, synthesizer_options):
         )
     target = build_target(
         SynthesizerBackbone, source, synthesizer, synthesizer_options,
-        vocabulary_size=source.vocabulary_size,
-        num_layers=source.num_layers,
-        num_heads=source.num_heads,
-        hidden_dim=source.hidden_dim,
-        intermediate_dim=source.intermediate_dim,
-        max_sequence_length=source.max_sequence_length,
+        **shared_sizes(source),
         num_segments=source.num_segments,
         pooling="cls_dense",
-        dropout=source.dropout,
         activation=common_block_setting(blocks, "activation"),
         layer_norm_epsilon=epsilon,
     )
@@ -152,18 +146,19 @@ def convert_bert(source, synthesizer, synthesizer_options):
     return target
 
 
+def shared_sizes(source):
+    """The sizes and dropout a keras-hub backbone and its target share."""
+    names = ("vocabulary_size", "num_layers", "num_heads", "hidden_dim",
+             "intermediate_dim", "max_sequence_length", "dropout")
+    return {name: getattr(source, name) for name in names}
+
+
 def convert_gpt2(source, synthesizer, synthesizer_options):
     blocks = source.transformer_layers
     check_block_setting(source, blocks, "normalize_first", True)
     target = build_target(
         SynthesizerCausalLMBackbone, source, synthesizer, synthesizer_options,
-        vocabulary_size=source.vocabulary_size,
-        num_layers=source.num_layers,
-        num_heads=source.num_heads,
-        hidden_dim=source.hidden_dim,
-        intermediate_dim=source.intermediate_dim,
-        max_sequence_length=source.max_sequence_length,
-        dropout=source.dropout,
+        **shared_sizes(source),
         activation=common_block_setting(blocks, "activation"),
         normalize_first=True,
         layer_norm_epsilon=common_block_setting(

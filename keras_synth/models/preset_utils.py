@@ -67,7 +67,11 @@ def load_local_tokenizer(preset, config_file, cls, **kwargs):
 
     Returns:
         The tokenizer with its assets, or `None`: `preset` is not a local
-        directory, or holds no `config_file` of a `cls`.
+        directory, or holds no `config_file`.
+
+    Raises:
+        ValueError: the preset's tokenizer is of a known class that is not
+            a `cls` (a character tokenizer asked of a WordPiece preset).
     """
     import json
 
@@ -82,8 +86,14 @@ def load_local_tokenizer(preset, config_file, cls, **kwargs):
         config = json.load(file)
     saved = keras.saving.get_registered_object(
         config.get("registered_name", ""))
-    if not (isinstance(saved, type) and issubclass(saved, cls)):
+    if not isinstance(saved, type):
         return None
+    if not issubclass(saved, cls):
+        raise ValueError(
+            f"Argument `preset`={preset!r} holds a {saved.__name__} "
+            f"({path}), not a {cls.__name__}. Load it with "
+            f"`{saved.__name__}.from_preset`."
+        )
     config = dict(config, config={**config.get("config", {}), **kwargs})
     tokenizer = keras.saving.deserialize_keras_object(config)
     tokenizer.load_preset_assets(preset)
@@ -227,3 +237,57 @@ def load_task_weights_without_optimizer(task, filepath):
     if getattr(task, "optimizer", None) is not None:
         objects_to_skip.append(task.optimizer)
     keras.saving.load_weights(task, filepath, objects_to_skip=objects_to_skip)
+
+
+class PresetTaskMixin:
+    """`from_preset` and task weights for the tasks of this package.
+
+    `from_preset` goes through `load_preset` (errors that name the preset's
+    file and the fault, a preset of another backbone refused with the
+    class it holds); task weights are saved and loaded without the
+    optimizer's state (`save_task_weights_without_optimizer`). Put it
+    first among the bases of a `keras_hub.models.Task` subclass that has
+    a `backbone_cls`.
+    """
+
+    @classmethod
+    def from_preset(cls, preset, **kwargs):
+        return load_preset(
+            cls, preset,
+            lambda: super(PresetTaskMixin, cls).from_preset(preset, **kwargs),
+            expected_backbone=cls.backbone_cls,
+        )
+
+    def save_task_weights(self, filepath):
+        """Saves the head's weights, not the backbone's or optimizer's."""
+        super().save_task_weights(filepath)  # (keras-hub's checks)
+        save_task_weights_without_optimizer(self, filepath)
+
+    def load_task_weights(self, filepath):
+        """Loads the head's weights; an optimizer state saved is skipped."""
+        load_task_weights_without_optimizer(self, filepath)
+
+
+class PresetPreprocessorMixin:
+    """`from_preset` of a packing preprocessor of this package.
+
+    A local path that is no preset fails first with a clear error
+    (`check_local_preset`). A preset saved by another task (a
+    `SynthesizerMaskedLM` for a classifier, say) gives its tokenizer and,
+    unless `sequence_length` is passed, the packed length of its own
+    preprocessor (`preset_sequence_length`).
+    """
+
+    @classmethod
+    def from_preset(cls, preset, **kwargs):
+        check_local_preset(preset)
+        return super().from_preset(preset, **kwargs)
+
+    @classmethod
+    def _add_missing_kwargs(cls, loader, kwargs):
+        kwargs = super()._add_missing_kwargs(loader, kwargs)
+        if "sequence_length" not in kwargs:
+            length = preset_sequence_length(loader)
+            if length is not None:
+                kwargs["sequence_length"] = length
+        return kwargs

@@ -1,10 +1,16 @@
 """What every recipe shares, one concern a module.
 
 - `flags`: the shared command-line flags and their validators.
-- `runtime`: the TensorFlow backend requirement, tf.distribute strategies
-  (created first; multi-worker clusters from `TF_CONFIG`, bounded in
-  time), precision, the chief process, what the chief prepares for the
-  other workers (`chief_first`), and the entry point `run_main`.
+- `runtime`: the TensorFlow backend requirement, the set-up every recipe
+  starts with (`setup`) and the entry point `run_main`.
+- `strategies`: the tf.distribute strategies (`--strategy`), created first.
+- `devices`: logical devices (`KERAS_SYNTH_LOGICAL_DEVICES`) and the log
+  line naming the devices.
+- `cluster`: multi-worker clusters from `TF_CONFIG` (bounded in time), the
+  chief process and what it prepares for the other workers
+  (`chief_first`).
+- `precision`: the dtype policy and the float32 matmul precision.
+- `environment`: versions and devices, for `results.json`.
 - `files`: every file operation, on local paths (Python's `os`, `open`)
   and on `gs://` and other `tf.io.gfile` file systems.
 - `data_files`: `DataError` and data-file checks.

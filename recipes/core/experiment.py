@@ -11,6 +11,7 @@ worker, exports on the chief, and writes `results.json` atomically.
 import contextlib
 import time
 
+from recipes.core import environment
 from recipes.core import flags
 from recipes.core import run_directory
 from recipes.core import runtime
@@ -59,7 +60,7 @@ def train_and_evaluate(args, run_dir, strategy, build, train_data,
         build: `() -> model`, builds and compiles the model (called under
             `strategy.scope()`).
         train_data: the training dataset for `Model.fit`: the epochs from
-            `run_dir.resume()` on (after the recipe's `runtime.chief_first`,
+            `run_dir.resume()` on (after the recipe's `cluster.chief_first`,
             in a multi-worker run).
         steps_per_epoch: int, batches per epoch.
         evaluate: `(model, run) -> dict`, the task's results (metrics,
@@ -146,7 +147,7 @@ def train_and_evaluate(args, run_dir, strategy, build, train_data,
     results.update({
         "wall_time_s": time.time() - wall_start,
         "args": dict(run_dir.config),
-        "environment": runtime.environment(),
+        "environment": environment.environment(),
     })
     if run_dir.is_chief:
         path = run_dir.write_results(results)

@@ -8,11 +8,11 @@ import argparse
 import json
 import sys
 
-from recipes.core.runtime import DEFAULT_CLUSTER_TIMEOUT
-from recipes.core.runtime import DEFAULT_MATMUL_PRECISION
-from recipes.core.runtime import MATMUL_PRECISIONS
-from recipes.core.runtime import PRECISIONS
-from recipes.core.runtime import STRATEGIES
+from recipes.core.cluster import DEFAULT_CLUSTER_TIMEOUT
+from recipes.core.precision import DEFAULT_MATMUL_PRECISION
+from recipes.core.precision import MATMUL_PRECISIONS
+from recipes.core.precision import PRECISIONS
+from recipes.core.strategies import STRATEGIES
 
 # The most steps one call of the compiled step runs on a TPU by default.
 TPU_STEPS_PER_EXECUTION = 32

@@ -15,7 +15,7 @@ from recipes.core.atomic import read_json
 from recipes.core.atomic import remove_temporary_files
 from recipes.core.atomic import temporary_path
 from recipes.core.atomic import write_json
-from recipes.core.runtime import is_chief
+from recipes.core.cluster import is_chief
 
 # Flags that don't change what a run computes: a run directory may be reused
 # with different values (e.g. resume a run on another machine).

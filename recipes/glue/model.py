@@ -145,6 +145,7 @@ def build_model(
     dropout=0.1,
     pooling="mean",
     preset=None,
+    name="glue_synthesizer",
     **synthesizer_kwargs,
 ):
     """Builds the classifier (or regressor) and an attention probe.
@@ -183,8 +184,7 @@ def build_model(
                                  num_heads, intermediate_dim, dropout,
                                  pooling, synthesizer_kwargs)
     model = SynthesizerTextClassifier(backbone, num_classes=num_classes,
-                                      dropout=dropout,
-                                      name="glue_synthesizer")
+                                      dropout=dropout, name=name)
 
     def probe(inputs):
         """Attention scores `(B, H, L, L)` of each block, eagerly."""

@@ -18,6 +18,7 @@ import os
 import time
 
 from recipes import cli
+from recipes.core import cluster
 from recipes.core import experiment
 from recipes.core import flags
 from recipes.core import presets
@@ -210,7 +211,7 @@ def run(args, log=print):
         )
         return vocab, run_dir.resume()
 
-    vocab, initial_epoch = runtime.chief_first(strategy, prepare)
+    vocab, initial_epoch = cluster.chief_first(strategy, prepare)
     preprocessor = model_lib.make_preprocessor(vocab, args.max_length,
                                                args.lowercase)
     # Static shapes (every batch padded to --max_length) where the step is

@@ -22,6 +22,7 @@ import os
 import time
 
 from recipes import cli
+from recipes.core import cluster
 from recipes.core import experiment
 from recipes.core import flags
 from recipes.core import run_directory
@@ -202,7 +203,7 @@ def run(args, log=print):
         return (tokenizers.prepare_tokenizer(run_dir, args, corpus["train"],
                                              log), run_dir.resume())
 
-    tokenizer, initial_epoch = runtime.chief_first(
+    tokenizer, initial_epoch = cluster.chief_first(
         strategy, prepare, fingerprint=lambda prepared: repr(
             (tokenizers.vocabulary_of(prepared[0]), prepared[1])))
     stream = args.cut == "stream"

@@ -27,6 +27,7 @@ import os
 import time
 
 from recipes import cli
+from recipes.core import cluster
 from recipes.core import experiment
 from recipes.core import flags
 from recipes.core import run_directory
@@ -252,7 +253,7 @@ def run(args, log=print):
             reserved_tokens=objective.reserved_tokens(args))
         return vocab, run_dir.resume()
 
-    vocab, initial_epoch = runtime.chief_first(strategy, prepare)
+    vocab, initial_epoch = cluster.chief_first(strategy, prepare)
     tokenizer = objectives.make_tokenizer(vocab, args.lowercase)
     window = objective.window_length(args)
     start = time.time()

@@ -23,6 +23,7 @@ import os
 import time
 
 from recipes import cli
+from recipes.core import cluster
 from recipes.core import experiment
 from recipes.core import files
 from recipes.core import flags
@@ -299,7 +300,7 @@ def run(args, log=print):
                 log=log, filename=f"vocab.{args.tgt}.txt")
         return src_vocab, tgt_vocab, run_dir.resume()
 
-    src_vocab, tgt_vocab, initial_epoch = runtime.chief_first(
+    src_vocab, tgt_vocab, initial_epoch = cluster.chief_first(
         strategy, prepare)
     preprocessor = modeling.make_preprocessor(
         src_vocab, tgt_vocab, args.max_length, args.lowercase)

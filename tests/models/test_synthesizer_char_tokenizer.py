@@ -97,3 +97,41 @@ def test_in_a_tf_data_pipeline():
     eager_x, eager_y, _ = preprocessor([TEXT, "hear"])
     np.testing.assert_array_equal(x["token_ids"], eager_x["token_ids"])
     np.testing.assert_array_equal(y, eager_y)
+
+
+def _char_lm_preset(tmp_path, tokenizer):
+    from keras_synth.models import SynthesizerCausalLM
+    from keras_synth.models import SynthesizerCausalLMBackbone
+
+    backbone = SynthesizerCausalLMBackbone(
+        vocabulary_size=tokenizer.vocabulary_size(), num_layers=1,
+        num_heads=2, hidden_dim=8, intermediate_dim=16,
+        max_sequence_length=16)
+    preprocessor = SynthesizerCausalLMPreprocessor(tokenizer,
+                                                   sequence_length=16)
+    path = str(tmp_path / "preset")
+    SynthesizerCausalLM(backbone, preprocessor).save_to_preset(path)
+    return path
+
+
+def test_from_preset_of_a_causal_lm(tmp_path):
+    from keras_synth.models import SynthesizerByteTokenizer
+    from keras_synth.models import SynthesizerTokenizer
+
+    tokenizer = _tokenizer()
+    path = _char_lm_preset(tmp_path, tokenizer)
+    loaded = SynthesizerCharTokenizer.from_preset(path)
+    assert type(loaded) is SynthesizerCharTokenizer
+    assert loaded.get_vocabulary() == tokenizer.get_vocabulary()
+    assert loaded([TEXT]) == tokenizer([TEXT])
+    for other in (SynthesizerByteTokenizer, SynthesizerTokenizer):
+        with pytest.raises(ValueError, match=(
+                f"holds a SynthesizerCharTokenizer .*tokenizer.json.*, not a "
+                f"{other.__name__}. Load it with "
+                r"`SynthesizerCharTokenizer.from_preset`.")):
+            other.from_preset(path)
+    # A byte tokenizer's preset loads from the character tokenizer's class
+    # (its base) as what it is.
+    byte_path = _char_lm_preset(tmp_path / "bytes", SynthesizerByteTokenizer())
+    assert type(SynthesizerCharTokenizer.from_preset(byte_path)) is (
+        SynthesizerByteTokenizer)

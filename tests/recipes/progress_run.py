@@ -9,7 +9,9 @@ of its batches.
 """
 
 import runpy
+import signal
 import sys
+import time
 
 import keras
 
@@ -24,6 +26,29 @@ class BatchLines(keras.callbacks.Callback):
 
     def on_train_batch_end(self, batch, logs=None):
         print(f"batch-end epoch={self.epoch} batch={batch + 1}", flush=True)
+
+
+def kill_at(process, epoch, batch, timeout=300):
+    """SIGKILLs `process` (a recipe under this module, stdout a text pipe)
+    once it prints `batch-end epoch=E batch=B`; returns the lines it
+    printed. Raises AssertionError (with the output) if the line does not
+    come within `timeout` seconds or the process ends otherwise."""
+    marker = f"batch-end epoch={epoch} batch={batch}"
+    seen, deadline = [], time.time() + timeout
+    try:
+        for line in process.stdout:
+            seen.append(line)
+            if line.strip() == marker:
+                process.send_signal(signal.SIGKILL)
+                break
+            assert time.time() < deadline, "".join(seen)[-3000:]
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == -signal.SIGKILL, "".join(seen)[-3000:]
+    return seen
 
 
 def main():

@@ -17,12 +17,14 @@ from recipes import benchmark, cli, serving
 from recipes.glue import tasks
 from recipes.glue import train as glue_train
 from recipes.lm import train as lm_train
+from recipes.lra import train as lra_train
 from recipes.translate import train as translate_train
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 PARSERS = {"glue": glue_train.build_parser,
            "lm": lm_train.build_parser,
+           "lra": lra_train.build_parser,
            "translate": translate_train.build_parser}
 
 
@@ -223,7 +225,8 @@ print(json.dumps(report))
 """
 
 
-@pytest.mark.parametrize("recipe", ["glue", "lm", "translate", "benchmark"])
+@pytest.mark.parametrize("recipe", ["glue", "lm", "lra", "translate",
+                                    "benchmark"])
 def test_flag_errors_come_before_tensorflow(recipe):
     # One fresh process per recipe runs its rows: a bad flag or value is
     # reported without importing TensorFlow or Keras (which take seconds).
@@ -309,7 +312,8 @@ def argparse_namespace(**kwargs):
     return argparse.Namespace(**kwargs)
 
 
-@pytest.mark.parametrize("recipe", ["glue", "lm", "translate", "benchmark"])
+@pytest.mark.parametrize("recipe", ["glue", "lm", "lra", "translate",
+                                    "benchmark"])
 def test_help_shows_each_default_once(recipe):
     build = (benchmark.build_parser if recipe == "benchmark"
              else PARSERS[recipe])
@@ -346,7 +350,8 @@ def test_quiet_tensorflow_restores_warnings_and_environment():
 
 def test_tf_logs_is_a_runtime_flag_of_every_recipe():
     required = {"glue": ["--task=builtin"],
-                "translate": ["--src=de", "--tgt=en"], "lm": []}
+                "translate": ["--src=de", "--tgt=en"], "lm": [],
+                "lra": ["--task=text"]}
     for recipe, build_parser in PARSERS.items():
         args = build_parser().parse_args(required[recipe] + ["--tf_logs"])
         assert args.tf_logs is True

@@ -19,8 +19,8 @@ import tensorflow as tf  # noqa: E402
 
 from keras_synth.layers import SynthesizerAttention  # noqa: E402
 from keras_synth.layers import SynthesizerEncoder  # noqa: E402
+from recipes.core import precision as precision_lib  # noqa: E402
 from recipes.core import run_directory  # noqa: E402
-from recipes.core import runtime  # noqa: E402
 from recipes.core import training  # noqa: E402
 from recipes.core import vocabulary  # noqa: E402
 from recipes.glue import loading, tasks  # noqa: E402
@@ -338,7 +338,7 @@ def test_bad_input_is_one_clear_error(tmp_path, capsys, argv, message):
 def test_mixed_precision_and_jit_compile_train(precision, jit_compile):
     task = tasks.get_task("sst2")
     try:
-        runtime.configure_precision(precision)
+        precision_lib.configure_precision(precision)
         model, _ = model_lib.build_model(
             vocab_size=len(VOCAB), num_classes=2, num_segments=1,
             sequence_length=12, synthesizer="random+vanilla", hidden_dim=8,

@@ -14,7 +14,10 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 LIGHT = [
     "recipes", "recipes.cli", "recipes.serving", "recipes.benchmark",
     "recipes.core.atomic", "recipes.core.callbacks",
-    "recipes.core.data_files", "recipes.core.files", "recipes.core.flags", "recipes.core.runtime",
+    "recipes.core.cluster", "recipes.core.data_files",
+    "recipes.core.devices", "recipes.core.environment", "recipes.core.files",
+    "recipes.core.flags", "recipes.core.precision", "recipes.core.runtime",
+    "recipes.core.strategies",
     "recipes.core.run_directory", "recipes.core.training",
     "recipes.core.vocabulary",
     "recipes.glue", "recipes.glue.__main__", "recipes.glue.train",
@@ -22,6 +25,8 @@ LIGHT = [
     "recipes.glue.metrics",
     "recipes.lm", "recipes.lm.__main__", "recipes.lm.train",
     "recipes.lm.data",
+    "recipes.lra", "recipes.lra.__main__", "recipes.lra.train",
+    "recipes.lra.listops", "recipes.lra.text",
     "recipes.translate", "recipes.translate.__main__",
     "recipes.translate.train", "recipes.translate.data",
 ]
@@ -64,4 +69,5 @@ def test_importing_recipe_modules_leaves_the_backend_alone():
     # and TensorFlow, but none sets KERAS_BACKEND.
     assert "recipes.glue.model" in report["all"]
     assert "recipes.lm.model" in report["all"]
+    assert "recipes.lra.model" in report["all"]
     assert set(report["all"].values()) == {None}, report["all"]

@@ -220,7 +220,7 @@ def test_a_killed_worker_resumes_to_the_uninterrupted_result(two_workers,
 
 
 def test_a_malformed_tf_config_is_a_clear_error(tmp_path):
-    # Each kind of mistake is checked in tests/recipes/core/test_runtime.py;
+    # Each kind of mistake is checked in tests/recipes/core/test_cluster.py;
     # here, that the recipe reports it at once and writes nothing.
     config = ('{"cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]}, '
               '"task": {"type": "worker", "index": 2}}')

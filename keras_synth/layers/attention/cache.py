@@ -32,8 +32,8 @@ import math
 
 from keras import ops
 
+from keras_synth.layers.graph_checks import graph_check
 from keras_synth.layers.keras_utils import concrete_bool
-from keras_synth.layers.keras_utils import graph_check
 from keras_synth.layers.keras_utils import is_int
 
 # Cache rows per block of a causal decoding step under a compiler.

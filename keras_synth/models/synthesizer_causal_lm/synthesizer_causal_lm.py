@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from keras_synth.models.preset_utils import load_preset
+from keras_synth.models.preset_utils import PresetTaskMixin
 from keras_synth.models.shuffled_fit import ShuffledFitMixin
 from keras_synth.models.quantization import QuantizeMixin
 from keras_synth._hub import keras_hub
@@ -18,7 +18,8 @@ from keras_synth.models.synthesizer_causal_lm.synthesizer_causal_lm_preprocessor
 
 @keras.saving.register_keras_serializable(package="keras_synth")
 class SynthesizerCausalLM(
-    QuantizeMixin, ShuffledFitMixin, utils.SamplerCompileMixin,
+    PresetTaskMixin, QuantizeMixin, ShuffledFitMixin,
+    utils.SamplerCompileMixin,
     keras_hub.models.CausalLM,
 ):
     """A decoder-only Synthesizer language model with `generate()`.
@@ -67,15 +68,6 @@ class SynthesizerCausalLM(
         hidden_states = backbone(inputs)
         outputs = backbone.token_embedding(hidden_states, reverse=True)
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
-
-    @classmethod
-    def from_preset(cls, preset, **kwargs):
-        return load_preset(
-            cls, preset,
-            lambda: super(SynthesizerCausalLM, cls).from_preset(
-                preset, **kwargs),
-            expected_backbone=cls.backbone_cls,
-        )
 
     def call_with_cache(self, token_ids, cache, cache_update_index):
         """Forward pass of the tokens at `cache_update_index` with caches.

@@ -7,6 +7,7 @@ from keras_synth.layers import SynthesizerDecoder
 from keras_synth._hub import keras_hub
 from keras_synth.models import generation_utils as utils
 from keras_synth.models.backbone_utils import ConfigAttributesMixin
+from keras_synth.models.backbone_utils import check_backbone_sizes
 from keras_synth.models.backbone_utils import synthesizer_options_argument
 from keras_synth.models.lora_targets import LoraTargetsMixin
 from keras_synth.models.quantization import QuietQuantizeMixin
@@ -88,6 +89,11 @@ class SynthesizerCausalLMBackbone(
     ):
         synthesizer_options = synthesizer_options_argument(
             kwargs, [synthesizer], synthesizer_options, type(self).__name__)
+        check_backbone_sizes(
+            vocabulary_size=vocabulary_size, num_layers=num_layers,
+            num_heads=num_heads, hidden_dim=hidden_dim,
+            intermediate_dim=intermediate_dim,
+            max_sequence_length=max_sequence_length)
         # === Layers ===
         self.token_embedding = utils.reversible_embedding(
             vocabulary_size, hidden_dim, dtype, "token_embedding"

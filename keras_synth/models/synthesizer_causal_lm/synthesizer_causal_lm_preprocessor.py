@@ -125,12 +125,15 @@ class SynthesizerCausalLMPreprocessor(keras_hub.models.CausalLMPreprocessor):
         finally:
             self.packer = packer
         if not self.add_start_token:
-            check_prompts_not_empty(outputs["padding_mask"])
+            outputs = check_prompts_not_empty(outputs)
         return outputs
 
 
-def check_prompts_not_empty(padding_mask):
-    """Raises if a row of `padding_mask` has no token (an empty prompt)."""
+def check_prompts_not_empty(outputs):
+    """Raises if a row of `outputs["padding_mask"]` has no token (an empty
+    prompt); returns `outputs`, in a `tf.function` made to wait for the
+    check, so that it fails before generation reads the empty row."""
+    padding_mask = outputs["padding_mask"]
     message = (
         "Argument `x` of `generate()` holds an empty prompt; the "
         "preprocessor adds no start token (`add_start_token=False`), so "
@@ -140,8 +143,9 @@ def check_prompts_not_empty(padding_mask):
 
     if tf.is_tensor(padding_mask) and tf.is_symbolic_tensor(padding_mask):
         lengths = tf.reduce_sum(tf.cast(padding_mask, "int32"), axis=-1)
-        tf.debugging.assert_positive(lengths, message=message)
-        return
+        check = tf.debugging.assert_positive(lengths, message=message)
+        with tf.control_dependencies([check]):
+            return {key: tf.identity(value) for key, value in outputs.items()}
     mask = np.asarray(keras.ops.convert_to_numpy(padding_mask))
     lengths = np.sum(mask.astype("int32"), axis=-1)
     empty = np.flatnonzero(np.reshape(lengths, [-1]) == 0)
@@ -150,4 +154,5 @@ def check_prompts_not_empty(padding_mask):
             f"{message} Received: empty prompt(s) at index "
             f"{empty.tolist()}."
         )
+    return outputs
 

@@ -5,10 +5,10 @@ from keras_synth._hub import keras_hub
 
 from keras_synth.layers import SynthesizerEncoder
 from keras_synth.models.backbone_utils import ConfigAttributesMixin
+from keras_synth.models.backbone_utils import check_backbone_sizes
 from keras_synth.models.backbone_utils import synthesizer_options_argument
 from keras_synth.models.lora_targets import LoraTargetsMixin
 from keras_synth.models.quantization import QuietQuantizeMixin
-from keras_synth.models.preset_utils import check_local_preset
 from keras_synth.models.preset_utils import load_preset
 
 POOLINGS = ("mean", "cls", "cls_dense")
@@ -244,20 +244,7 @@ class SynthesizerBackbone(LoraTargetsMixin, QuietQuantizeMixin,
 
 def check_backbone_args(pooling, **sizes):
     """ValueError naming the first bad size or pooling."""
-    for name, value in sizes.items():
-        minimum = 1
-        if not isinstance(value, int) or isinstance(value, bool) or (
-            value < minimum
-        ):
-            raise ValueError(
-                f"Argument `{name}` must be a positive int. Received: "
-                f"{name}={value!r}"
-            )
-    if sizes["hidden_dim"] % sizes["num_heads"]:
-        raise ValueError(
-            f"Argument `hidden_dim`={sizes['hidden_dim']} must be divisible "
-            f"by `num_heads`={sizes['num_heads']}."
-        )
+    check_backbone_sizes(**sizes)
     if pooling not in POOLINGS:
         raise ValueError(
             f"Argument `pooling` must be one of {POOLINGS}. Received: "

@@ -3,14 +3,7 @@
 import keras
 from keras_synth._hub import keras_hub
 
-from keras_synth.models.preset_utils import check_local_preset
-from keras_synth.models.preset_utils import load_preset
-from keras_synth.models.preset_utils import (
-    load_task_weights_without_optimizer,
-)
-from keras_synth.models.preset_utils import (
-    save_task_weights_without_optimizer,
-)
+from keras_synth.models.preset_utils import PresetTaskMixin
 from keras_synth.models.shuffled_fit import ShuffledFitMixin
 from keras_synth.models.quantization import QuantizeMixin
 from keras_synth.models.synthesizer_encoder.synthesizer_backbone import SynthesizerBackbone
@@ -23,8 +16,10 @@ from keras_synth.models.synthesizer_encoder.synthesizer_text_classifier import (
 
 
 @keras.saving.register_keras_serializable(package="keras_synth")
-class SynthesizerMaskedLM(QuantizeMixin, ShuffledFitMixin,
-                          keras_hub.models.MaskedLM):
+class SynthesizerMaskedLM(
+    PresetTaskMixin, QuantizeMixin, ShuffledFitMixin,
+    keras_hub.models.MaskedLM
+):
     """Masked language modeling (BERT's pretraining) with a `SynthesizerBackbone`.
 
     Predicts the original tokens at `mask_positions` from the backbone's
@@ -127,21 +122,3 @@ class SynthesizerMaskedLM(QuantizeMixin, ShuffledFitMixin,
                 from_logits=True, reduction="mean_with_sample_weight")
         super().compile(optimizer=optimizer, loss=loss,
                         weighted_metrics=weighted_metrics, **kwargs)
-
-    def save_task_weights(self, filepath):
-        """Saves the head's weights, not the backbone's or optimizer's."""
-        super().save_task_weights(filepath)  # (keras-hub's checks)
-        save_task_weights_without_optimizer(self, filepath)
-
-    def load_task_weights(self, filepath):
-        """Loads the head's weights; an optimizer state saved is skipped."""
-        load_task_weights_without_optimizer(self, filepath)
-
-    @classmethod
-    def from_preset(cls, preset, **kwargs):
-        return load_preset(
-            cls, preset,
-            lambda: super(SynthesizerMaskedLM, cls).from_preset(
-                preset, **kwargs),
-            expected_backbone=cls.backbone_cls,
-        )

@@ -5,8 +5,7 @@ import math
 import keras
 from keras_synth._hub import keras_hub
 
-from keras_synth.models.preset_utils import check_local_preset
-from keras_synth.models.preset_utils import preset_sequence_length
+from keras_synth.models.preset_utils import PresetPreprocessorMixin
 from keras_synth.models.truncation import check_packer
 from keras_synth.models.truncation import check_truncation_mode
 from keras_synth.models.synthesizer_encoder.synthesizer_backbone import SynthesizerBackbone
@@ -16,7 +15,9 @@ TRUNCATIONS = ("round_robin", "waterfall")
 
 
 @keras.saving.register_keras_serializable(package="keras_synth")
-class SynthesizerMaskedLMPreprocessor(keras_hub.models.MaskedLMPreprocessor):
+class SynthesizerMaskedLMPreprocessor(
+    PresetPreprocessorMixin, keras_hub.models.MaskedLMPreprocessor
+):
     """Preprocessing of `SynthesizerMaskedLM`: strings to masked examples.
 
     BERT's masked-LM preprocessing with a `SynthesizerTokenizer`:
@@ -180,20 +181,6 @@ class SynthesizerMaskedLMPreprocessor(keras_hub.models.MaskedLMPreprocessor):
         config["truncation"] = self.truncation
         return config
 
-    @classmethod
-    def from_preset(cls, preset, **kwargs):
-        check_local_preset(preset)
-        return super().from_preset(preset, **kwargs)
-
-    @classmethod
-    def _add_missing_kwargs(cls, loader, kwargs):
-        # A preset saved by another task: its preprocessor's length.
-        kwargs = super()._add_missing_kwargs(loader, kwargs)
-        if "sequence_length" not in kwargs:
-            length = preset_sequence_length(loader)
-            if length is not None:
-                kwargs["sequence_length"] = length
-        return kwargs
 
 
 def reset_selection_cap(masker):

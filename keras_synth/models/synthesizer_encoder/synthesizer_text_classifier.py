@@ -5,14 +5,7 @@ import keras
 from keras_synth._hub import keras_hub
 
 from keras_synth.models.synthesizer_encoder.synthesizer_backbone import SynthesizerBackbone
-from keras_synth.models.preset_utils import check_local_preset
-from keras_synth.models.preset_utils import load_preset
-from keras_synth.models.preset_utils import (
-    load_task_weights_without_optimizer,
-)
-from keras_synth.models.preset_utils import (
-    save_task_weights_without_optimizer,
-)
+from keras_synth.models.preset_utils import PresetTaskMixin
 from keras_synth.models.shuffled_fit import ShuffledFitMixin
 from keras_synth.models.quantization import QuantizeMixin
 from keras_synth.models.truncation import tracing_for_export
@@ -23,7 +16,8 @@ from keras_synth.models.synthesizer_encoder.synthesizer_text_classifier_preproce
 
 @keras.saving.register_keras_serializable(package="keras_synth")
 class SynthesizerTextClassifier(
-    QuantizeMixin, ShuffledFitMixin, keras_hub.models.TextClassifier
+    PresetTaskMixin, QuantizeMixin, ShuffledFitMixin,
+    keras_hub.models.TextClassifier
 ):
     """Text classification (or regression) with a `SynthesizerBackbone`.
 
@@ -103,24 +97,6 @@ class SynthesizerTextClassifier(
         self.num_classes = num_classes
         self.activation = keras.activations.get(activation)
         self.dropout = dropout
-
-    def save_task_weights(self, filepath):
-        """Saves the head's weights, not the backbone's or optimizer's."""
-        super().save_task_weights(filepath)  # (keras-hub's checks)
-        save_task_weights_without_optimizer(self, filepath)
-
-    def load_task_weights(self, filepath):
-        """Loads the head's weights; an optimizer state saved is skipped."""
-        load_task_weights_without_optimizer(self, filepath)
-
-    @classmethod
-    def from_preset(cls, preset, **kwargs):
-        return load_preset(
-            cls, preset,
-            lambda: super(SynthesizerTextClassifier, cls).from_preset(
-                preset, **kwargs),
-            expected_backbone=cls.backbone_cls,
-        )
 
     def compile(self, optimizer="auto", loss="auto", *, metrics="auto",
                 **kwargs):

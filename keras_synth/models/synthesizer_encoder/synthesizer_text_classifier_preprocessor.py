@@ -4,8 +4,7 @@ import keras
 from keras_synth._hub import keras_hub
 
 from keras_synth.models.synthesizer_encoder.synthesizer_backbone import SynthesizerBackbone
-from keras_synth.models.preset_utils import check_local_preset
-from keras_synth.models.preset_utils import preset_sequence_length
+from keras_synth.models.preset_utils import PresetPreprocessorMixin
 from keras_synth.models.tokenizers.synthesizer_tokenizer import SynthesizerTokenizer
 from keras_synth.models.truncation import check_packer
 from keras_synth.models.truncation import check_truncation_mode
@@ -19,7 +18,7 @@ SynthesizerTokenizer.backbone_cls = SynthesizerBackbone
 
 @keras.saving.register_keras_serializable(package="keras_synth")
 class SynthesizerTextClassifierPreprocessor(
-    keras_hub.models.TextClassifierPreprocessor
+    PresetPreprocessorMixin, keras_hub.models.TextClassifierPreprocessor
 ):
     """Preprocessing of `SynthesizerTextClassifier`: strings to packed ids.
 
@@ -100,19 +99,3 @@ class SynthesizerTextClassifierPreprocessor(
         config["truncation"] = self.truncation
         return config
 
-    @classmethod
-    def from_preset(cls, preset, **kwargs):
-        check_local_preset(preset)
-        return super().from_preset(preset, **kwargs)
-
-    @classmethod
-    def _add_missing_kwargs(cls, loader, kwargs):
-        # A preset saved by another task (a `SynthesizerMaskedLM`, say): the
-        # tokenizer from the preset and, unless given, the packed length of
-        # the preset's own preprocessor.
-        kwargs = super()._add_missing_kwargs(loader, kwargs)
-        if "sequence_length" not in kwargs:
-            length = preset_sequence_length(loader)
-            if length is not None:
-                kwargs["sequence_length"] = length
-        return kwargs

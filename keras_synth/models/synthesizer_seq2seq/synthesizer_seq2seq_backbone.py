@@ -9,6 +9,7 @@ from keras_synth.layers import SynthesizerEncoder
 from keras_synth._hub import keras_hub
 from keras_synth.models import generation_utils as utils
 from keras_synth.models.backbone_utils import ConfigAttributesMixin
+from keras_synth.models.backbone_utils import check_backbone_sizes
 from keras_synth.models.backbone_utils import synthesizer_options_argument
 from keras_synth.models.lora_targets import LoraTargetsMixin
 from keras_synth.models.quantization import QuietQuantizeMixin
@@ -109,6 +110,11 @@ class SynthesizerSeq2SeqBackbone(
         synthesizer_options = synthesizer_options_argument(
             kwargs, [synthesizer, cross_attention_synthesizer],
             synthesizer_options, type(self).__name__)
+        check_backbone_sizes(
+            vocabulary_size=vocabulary_size, num_layers=num_layers,
+            num_heads=num_heads, hidden_dim=hidden_dim,
+            intermediate_dim=intermediate_dim,
+            max_sequence_length=max_sequence_length)
         if encoder_vocabulary_size is not None and (
             not isinstance(encoder_vocabulary_size, int)
             or encoder_vocabulary_size < 1

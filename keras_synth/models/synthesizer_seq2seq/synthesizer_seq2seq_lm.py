@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from keras_synth.models.preset_utils import load_preset
+from keras_synth.models.preset_utils import PresetTaskMixin
 from keras_synth.models.shuffled_fit import ShuffledFitMixin
 from keras_synth.models.quantization import QuantizeMixin
 from keras_synth._hub import keras_hub
@@ -18,7 +18,8 @@ from keras_synth.models.synthesizer_seq2seq.synthesizer_seq2seq_lm_preprocessor 
 
 @keras.saving.register_keras_serializable(package="keras_synth")
 class SynthesizerSeq2SeqLM(
-    QuantizeMixin, ShuffledFitMixin, utils.SamplerCompileMixin,
+    PresetTaskMixin, QuantizeMixin, ShuffledFitMixin,
+    utils.SamplerCompileMixin,
     keras_hub.models.Seq2SeqLM,
 ):
     """A Synthesizer encoder-decoder language model with `generate()`.
@@ -73,15 +74,6 @@ class SynthesizerSeq2SeqLM(
         hidden_states = backbone(inputs)["decoder_sequence_output"]
         outputs = backbone.token_embedding(hidden_states, reverse=True)
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
-
-    @classmethod
-    def from_preset(cls, preset, **kwargs):
-        return load_preset(
-            cls, preset,
-            lambda: super(SynthesizerSeq2SeqLM, cls).from_preset(
-                preset, **kwargs),
-            expected_backbone=cls.backbone_cls,
-        )
 
     def call_encoder(self, token_ids, padding_mask):
         """The encoder output `(batch, S, hidden_dim)`."""

@@ -4,6 +4,7 @@ tokens of `SynthesizerCharTokenizer`."""
 import keras
 import numpy as np
 
+from keras_synth.models.tokenizers import dispatch
 from keras_synth.models.tokenizers.synthesizer_char_tokenizer import (
     RESERVED_TOKENS,
 )
@@ -99,15 +100,8 @@ class SynthesizerByteTokenizer(SynthesizerCharTokenizer):
     # ------------------------------------------------------------ tokenize
 
     def tokenize(self, inputs):
-        if tf is not None and (
-            not tf.executing_eagerly() or isinstance(inputs, tf.Tensor)
-        ):
-            return self._tokenize_bytes_tf(inputs)
-        if isinstance(inputs, (str, bytes)) or (
-            isinstance(inputs, np.ndarray) and inputs.ndim == 0
-        ):
-            return np.array(self._byte_ids(inputs), self.compute_dtype)
-        return [self._byte_ids(text) for text in np.asarray(inputs)]
+        return dispatch.tokenize(inputs, self._tokenize_bytes_tf,
+                                 self._byte_ids, self.compute_dtype)
 
     def _byte_ids(self, text):
         if isinstance(text, np.ndarray):
@@ -152,20 +146,9 @@ class SynthesizerByteTokenizer(SynthesizerCharTokenizer):
         return bytes(i - BYTE_OFFSET for i in ids if i >= BYTE_OFFSET)
 
     def detokenize(self, inputs):
-        if tf is not None and (
-            not tf.executing_eagerly()
-            or isinstance(inputs, (tf.Tensor, tf.RaggedTensor))
-        ):
-            return self._detokenize_bytes_tf(inputs)
-        if keras.ops.is_tensor(inputs):
-            inputs = keras.ops.convert_to_numpy(inputs)
-        if isinstance(inputs, np.ndarray):
-            inputs = inputs.tolist()
-        inputs = list(inputs)
-        if not inputs or not isinstance(inputs[0], (list, tuple, np.ndarray)):
-            return self._bytes_of(inputs).decode("utf-8", "replace")
-        return [self._bytes_of(ids).decode("utf-8", "replace")
-                for ids in inputs]
+        return dispatch.detokenize(
+            inputs, self._detokenize_bytes_tf,
+            lambda ids: self._bytes_of(ids).decode("utf-8", "replace"))
 
     def get_config(self):
         config = super().get_config()

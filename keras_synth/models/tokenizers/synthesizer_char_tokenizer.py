@@ -9,6 +9,9 @@ import numpy as np
 from keras.src.saving import serialization_lib
 
 from keras_synth._hub import keras_hub
+from keras_synth.models.preset_utils import check_local_preset
+from keras_synth.models.preset_utils import load_local_tokenizer
+from keras_synth.models.tokenizers import dispatch
 
 try:
     import tensorflow as tf
@@ -122,6 +125,17 @@ class SynthesizerCharTokenizer(keras_hub.tokenizers.Tokenizer):
         if max_vocabulary_size is not None:
             vocabulary = vocabulary[: int(max_vocabulary_size)]
         return vocabulary
+
+    @classmethod
+    def from_preset(cls, preset, config_file="tokenizer.json", **kwargs):
+        """The tokenizer of a preset, of any model family that saved a
+        `SynthesizerCharTokenizer` (or, from this class, a
+        `SynthesizerByteTokenizer`)."""
+        check_local_preset(preset)
+        tokenizer = load_local_tokenizer(preset, config_file, cls, **kwargs)
+        if tokenizer is not None:
+            return tokenizer
+        return super().from_preset(preset, config_file=config_file, **kwargs)
 
     def set_vocabulary(self, vocabulary):
         """Sets the vocabulary from a list of tokens or a file path."""
@@ -250,15 +264,8 @@ class SynthesizerCharTokenizer(keras_hub.tokenizers.Tokenizer):
 
     def tokenize(self, inputs):
         self._check_vocabulary()
-        if tf is not None and (
-            not tf.executing_eagerly() or isinstance(inputs, tf.Tensor)
-        ):
-            return self._tokenize_tf(inputs)
-        if isinstance(inputs, (str, bytes)) or (
-            isinstance(inputs, np.ndarray) and inputs.ndim == 0
-        ):
-            return np.array(self._tokenize_python(inputs), self.compute_dtype)
-        return [self._tokenize_python(text) for text in np.asarray(inputs)]
+        return dispatch.tokenize(inputs, self._tokenize_tf,
+                                 self._tokenize_python, self.compute_dtype)
 
     def _detokenize_tf(self, inputs):
         if not isinstance(inputs, tf.RaggedTensor):
@@ -273,21 +280,9 @@ class SynthesizerCharTokenizer(keras_hub.tokenizers.Tokenizer):
 
     def detokenize(self, inputs):
         self._check_vocabulary()
-        if tf is not None and (
-            not tf.executing_eagerly()
-            or isinstance(inputs, (tf.Tensor, tf.RaggedTensor))
-        ):
-            return self._detokenize_tf(inputs)
-        if keras.ops.is_tensor(inputs):
-            inputs = keras.ops.convert_to_numpy(inputs)
-        if isinstance(inputs, np.ndarray):
-            inputs = inputs.tolist()
-        inputs = list(inputs)
-        if not inputs or not isinstance(inputs[0], (list, tuple, np.ndarray)):
-            return "".join(self.id_to_token(int(i)) for i in inputs)
-        return [
-            "".join(self.id_to_token(int(i)) for i in ids) for ids in inputs
-        ]
+        return dispatch.detokenize(
+            inputs, self._detokenize_tf,
+            lambda ids: "".join(self.id_to_token(int(i)) for i in ids))
 
     def call(self, inputs, *args, training=None, **kwargs):
         return self.tokenize(inputs, *args, **kwargs)

@@ -5,8 +5,8 @@ import os
 
 import pytest
 
+from recipes.core import cluster
 from recipes.core import run_directory
-from recipes.core import runtime
 
 
 def test_run_directory_saves_and_checks_its_configuration(tmp_path):
@@ -46,7 +46,7 @@ def test_non_chief_worker_reads_the_chiefs_folder_and_writes_nothing(
     monkeypatch.setenv("TF_CONFIG", json.dumps({
         "cluster": {"worker": ["a:1", "b:2"]},
         "task": {"type": "worker", "index": 1}}))
-    assert not runtime.is_chief()
+    assert not cluster.is_chief()
     folder = tmp_path / "run"
     run_dir = run_directory.RunDirectory(str(folder), {"a": 1})
     assert run_dir.root == str(folder) and not run_dir.is_chief
@@ -61,6 +61,6 @@ def test_non_chief_worker_reads_the_chiefs_folder_and_writes_nothing(
     monkeypatch.setenv("TF_CONFIG", json.dumps({
         "cluster": {"worker": ["a:1", "b:2"]},
         "task": {"type": "worker", "index": 0}}))
-    assert runtime.is_chief()
+    assert cluster.is_chief()
     with pytest.raises(ValueError, match="different configuration"):
         run_directory.RunDirectory(str(folder), {"a": 1})
