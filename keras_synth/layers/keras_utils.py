@@ -58,6 +58,12 @@ class EinsumDense(keras.layers.EinsumDense):
     `+` of backend tensors broadcasts correctly on every backend.
     """
 
+    def quantize(self, mode=None, type_check=True, config=None):
+        """Keras's `EinsumDense.quantize`, which refuses subclasses unless
+        told not to check the type (this one only changes the float
+        call's bias addition)."""
+        return super().quantize(mode, type_check=False, config=config)
+
     def call(self, inputs, training=None):
         if self.bias is None:
             return super().call(inputs, training=training)
@@ -66,3 +72,20 @@ class EinsumDense(keras.layers.EinsumDense):
         if self.activation is not None:
             x = self.activation(x)
         return x
+
+
+def with_quantized_dtype(layer, config):
+    """`config` (the layer's) with its `"dtype"` a `DTypePolicyMap` of the
+    quantized sublayers' policies, when any is quantized, as keras-hub's
+    `Backbone.get_config` does: `from_config` then builds those sublayers
+    quantized, and their int8 weights load."""
+    if isinstance(layer.dtype_policy, keras.dtype_policies.DTypePolicyMap):
+        return config  # Serialized with its entries already.
+    policy_map = keras.dtype_policies.DTypePolicyMap(
+        default_policy=layer.dtype_policy)
+    for sublayer in layer._flatten_layers(include_self=False):
+        if sublayer.quantization_mode is not None:
+            policy_map[sublayer.path] = sublayer.dtype_policy
+    if len(policy_map):
+        config["dtype"] = keras.dtype_policies.serialize(policy_map)
+    return config

@@ -23,6 +23,7 @@ from keras_synth.layers.keras_utils import EinsumDense
 from keras_synth.layers.keras_utils import clone_initializer
 from keras_synth.layers.keras_utils import get_keras_mask
 from keras_synth.layers.keras_utils import set_keras_mask
+from keras_synth.layers.keras_utils import with_quantized_dtype
 from keras_synth.layers.synthesizers import deserialize_options
 from keras_synth.layers.synthesizers import get_synthesizer
 from keras_synth.layers.synthesizers import mixture
@@ -688,7 +689,7 @@ class SynthesizerAttention(CachedDecodingMixin, keras.layers.Layer):
                 "seed": self.seed,
             }
         )
-        return config
+        return with_quantized_dtype(self, config)
 
     @classmethod
     def from_config(cls, config):

@@ -5,6 +5,7 @@ from keras import ops
 
 from keras_synth._hub import keras_hub
 from keras_synth.layers.blocks import base as utils
+from keras_synth.layers.keras_utils import with_quantized_dtype
 from keras_synth.layers.synthesizers import parse_synthesizer
 from keras_synth.layers.synthesizers.legacy import pop_legacy_arguments
 
@@ -408,7 +409,7 @@ class SynthesizerDecoder(
         shapes = getattr(self, "_build_shapes", (None, None))
         config["decoder_sequence_shape"] = shapes[0]
         config["encoder_sequence_shape"] = shapes[1]
-        return config
+        return with_quantized_dtype(self, config)
 
 
 def _values_only(attention, cache):

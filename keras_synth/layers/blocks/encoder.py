@@ -4,6 +4,7 @@ import keras
 
 from keras_synth._hub import keras_hub
 from keras_synth.layers.blocks import base as utils
+from keras_synth.layers.keras_utils import with_quantized_dtype
 from keras_synth.layers.synthesizers import parse_synthesizer
 from keras_synth.layers.synthesizers.legacy import pop_legacy_arguments
 
@@ -178,4 +179,4 @@ class SynthesizerEncoder(
         config = super().get_config()
         config["synthesizer"] = self.synthesizer
         config.update(self._synthesizer_config())
-        return config
+        return with_quantized_dtype(self, config)

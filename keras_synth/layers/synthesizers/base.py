@@ -17,13 +17,18 @@ precision).
 """
 
 import keras
+import numpy as np
 from keras import ops
 
 from keras_synth.layers.keras_utils import EinsumDense
 from keras_synth.layers.keras_utils import clone_initializer
+from keras_synth.layers.synthesizers.lora import SynthesizerLora
+from keras_synth.layers.synthesizers.quantization import SynthesizerQuantization
+from keras_synth.layers.synthesizers.quantization import quantize_rows
 
 
-class Synthesizer(keras.layers.Layer):
+class Synthesizer(SynthesizerLora, SynthesizerQuantization,
+                  keras.layers.Layer):
     """Base class of the synthesizers.
 
     Subclasses set the class attributes below, `defaults` (option name ->
@@ -295,6 +300,75 @@ class Synthesizer(keras.layers.Layer):
             return self.factors(*args, scale=scale)
         left, right = self.factors(*args)
         return scaled(left, scale, -3), right
+
+    # -------------------------------------------------------------- saving
+
+    # Attribute names of the layer's own weights, in the order Keras saves
+    # them: set by the variants with LoRA or int8 support, whose saving
+    # merges the LoRA update and keeps the int8 scales.
+    stored_weights = ()
+
+    def stored_names(self):
+        """The attributes saved, without LoRA adapters: `stored_weights`
+        that exist, each int8 one followed by its scale."""
+        names = []
+        for attribute in self.stored_weights:
+            if getattr(self, attribute, None) is None:
+                continue
+            names.append(attribute)
+            if self.is_quantized_weight(attribute):
+                names.append(f"{attribute}_scale")
+        return names
+
+    def stored_values(self):
+        """What `save_own_variables` writes: the weights, the LoRA update
+        merged into its weight (re-quantized if int8), or for a variant
+        whose update cannot merge, the adapters (`A` times the LoRA scale)
+        after the weights."""
+        values = {name: getattr(self, name) for name in self.stored_names()}
+        if not self.lora_enabled:
+            return list(values.values())
+        if self.lora_mergeable:
+            target = self.lora_weights[0]
+            merged = self.float_weight(target) + self.lora_delta()
+            if self.is_quantized_weight(target):
+                values[target], values[f"{target}_scale"] = quantize_rows(
+                    merged)
+            else:
+                values[target] = merged
+            return list(values.values())
+        return list(values.values()) + list(self.lora_factors())
+
+    def save_own_variables(self, store):
+        if not self.stored_weights or not self.built:
+            return super().save_own_variables(store)
+        for i, value in enumerate(self.stored_values()):
+            store[str(i)] = ops.convert_to_numpy(value)
+
+    def load_own_variables(self, store):
+        if not self.stored_weights or not self.built:
+            return super().load_own_variables(store)
+        names = self.stored_names()
+        count = len(store.keys())
+        adapters = count - len(names)
+        if adapters not in (0, 2) or (adapters and self.lora_mergeable):
+            raise ValueError(
+                f"Synthesizer {self.variant!r} (layer {self.path!r}) expects "
+                f"{len(names)} saved weights ({', '.join(names)}), or 2 more "
+                "for LoRA adapters that do not merge. Received: "
+                f"{count} weights.")
+        if adapters and not self.lora_enabled:
+            # A LoRA update that cannot merge (factorized random) was saved
+            # as its adapters: the layer gets them back.
+            self.enable_lora(int(store[str(len(names) + 1)].shape[1]))
+        for i, name in enumerate(names):
+            getattr(self, name).assign(store[str(i)])
+        if adapters:
+            self.lora_kernel_a.assign(
+                np.asarray(store[str(len(names))]) / self.lora_scale)
+            self.lora_kernel_b.assign(store[str(len(names) + 1)])
+        elif self.lora_enabled:  # The update is merged into the weights.
+            self.assign_zeros(self.lora_kernel_b)
 
     # ---------------------------------------------------------------- cost
 

@@ -63,6 +63,12 @@ class FactorizedDenseSynthesizer(Synthesizer):
             if bias is not None:
                 self.biases.append(bias)
 
+    @classmethod
+    def lora_layer_names(cls):
+        """The hidden projection (the bulk of the variant's weights; its
+        small `(H, k, a)`, `(H, k, b)` kernels stay frozen)."""
+        return ("hidden",)
+
     def zero_logits(self):
         """`W2_b = 0, b_b = 0` (the `a` factor keeps their gradient
         non-zero)."""

@@ -20,6 +20,11 @@ class VanillaSynthesizer(Synthesizer):
     bilinear = True
     needs_max_length = False
 
+    @classmethod
+    def lora_layer_names(cls):
+        """The query and key projections."""
+        return ("query", "key")
+
     def build(self, query_shape, key_shape):
         self.query_dense = self.built_projection("query", None, query_shape)
         self.key_dense = self.built_projection("key", None, key_shape)

@@ -5,6 +5,7 @@ from keras import ops
 
 from keras_synth.models.preset_utils import PresetTaskMixin
 from keras_synth.models.shuffled_fit import ShuffledFitMixin
+from keras_synth.models.quantization import QuantizeMixin
 from keras_synth._hub import keras_hub
 from keras_synth.models import generation_utils as utils
 from keras_synth.models.synthesizer_causal_lm.synthesizer_causal_lm_backbone import (
@@ -17,7 +18,8 @@ from keras_synth.models.synthesizer_causal_lm.synthesizer_causal_lm_preprocessor
 
 @keras.saving.register_keras_serializable(package="keras_synth")
 class SynthesizerCausalLM(
-    PresetTaskMixin, ShuffledFitMixin, utils.SamplerCompileMixin,
+    PresetTaskMixin, QuantizeMixin, ShuffledFitMixin,
+    utils.SamplerCompileMixin,
     keras_hub.models.CausalLM,
 ):
     """A decoder-only Synthesizer language model with `generate()`.

@@ -7,6 +7,7 @@ from keras_synth._hub import keras_hub
 from keras_synth.models.synthesizer_encoder.synthesizer_backbone import SynthesizerBackbone
 from keras_synth.models.preset_utils import PresetTaskMixin
 from keras_synth.models.shuffled_fit import ShuffledFitMixin
+from keras_synth.models.quantization import QuantizeMixin
 from keras_synth.models.truncation import tracing_for_export
 from keras_synth.models.synthesizer_encoder.synthesizer_text_classifier_preprocessor import (
     SynthesizerTextClassifierPreprocessor,
@@ -15,7 +16,8 @@ from keras_synth.models.synthesizer_encoder.synthesizer_text_classifier_preproce
 
 @keras.saving.register_keras_serializable(package="keras_synth")
 class SynthesizerTextClassifier(
-    PresetTaskMixin, ShuffledFitMixin, keras_hub.models.TextClassifier
+    PresetTaskMixin, QuantizeMixin, ShuffledFitMixin,
+    keras_hub.models.TextClassifier
 ):
     """Text classification (or regression) with a `SynthesizerBackbone`.
 

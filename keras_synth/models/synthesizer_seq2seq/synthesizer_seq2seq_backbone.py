@@ -11,11 +11,14 @@ from keras_synth.models import generation_utils as utils
 from keras_synth.models.backbone_utils import ConfigAttributesMixin
 from keras_synth.models.backbone_utils import check_backbone_sizes
 from keras_synth.models.backbone_utils import synthesizer_options_argument
+from keras_synth.models.lora_targets import LoraTargetsMixin
+from keras_synth.models.quantization import QuietQuantizeMixin
 
 
 @keras.saving.register_keras_serializable(package="keras_synth")
 class SynthesizerSeq2SeqBackbone(
-    ConfigAttributesMixin, keras_hub.models.Backbone
+    LoraTargetsMixin, QuietQuantizeMixin, ConfigAttributesMixin,
+    keras_hub.models.Backbone,
 ):
     """Encoder-decoder Transformer of `SynthesizerEncoder`/`Decoder` blocks.
 

@@ -5,6 +5,7 @@ from keras import ops
 
 from keras_synth.models.preset_utils import PresetTaskMixin
 from keras_synth.models.shuffled_fit import ShuffledFitMixin
+from keras_synth.models.quantization import QuantizeMixin
 from keras_synth._hub import keras_hub
 from keras_synth.models import generation_utils as utils
 from keras_synth.models.synthesizer_seq2seq.synthesizer_seq2seq_backbone import (
@@ -17,7 +18,8 @@ from keras_synth.models.synthesizer_seq2seq.synthesizer_seq2seq_lm_preprocessor 
 
 @keras.saving.register_keras_serializable(package="keras_synth")
 class SynthesizerSeq2SeqLM(
-    PresetTaskMixin, ShuffledFitMixin, utils.SamplerCompileMixin,
+    PresetTaskMixin, QuantizeMixin, ShuffledFitMixin,
+    utils.SamplerCompileMixin,
     keras_hub.models.Seq2SeqLM,
 ):
     """A Synthesizer encoder-decoder language model with `generate()`.
