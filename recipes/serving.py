@@ -146,8 +146,8 @@ def saved_model_unsupported(what):
         return None
     return (f"The SavedModel export ({what}) is skipped on the {backend} "
             "backend: its graph tokenizes raw strings with tensorflow-text, "
-            "which only KERAS_BACKEND=tensorflow exports; the .keras model "
-            "and the keras-hub preset are written instead.")
+            "which only KERAS_BACKEND=tensorflow exports; the .keras model is "
+            "written instead.")
 
 
 __all__ = ["NEEDS", "save_keras_model", "save_preset",
