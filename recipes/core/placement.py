@@ -72,6 +72,13 @@ def select(args, backend, layout_map=None):
             `--distribution=model_parallel`.
     """
     check_placement(args, backend)
+    if getattr(args, "distribution", None) == "model_parallel" and (
+            layout_map is None):
+        raise ValueError(
+            "Argument `--distribution=model_parallel` needs the layouts of "
+            "the model's variables over the (batch, model) mesh (a "
+            "backbone's `get_layout_map`), which keras-synth's backbones do "
+            "not have yet. Use --distribution=data_parallel.")
     if backend == "tensorflow":
         return select_strategy(
             args.strategy, args.tpu,
