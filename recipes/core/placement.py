@@ -69,20 +69,18 @@ def select(args, backend, layout_map=None):
             defaults).
         backend: the Keras backend, one of `BACKENDS`.
         layout_map: `(device_mesh) -> keras.distribution.LayoutMap` for
-            `--distribution=model_parallel`.
+            `--distribution=model_parallel` (default: the layouts of
+            keras-synth's backbones, `get_layout_map`).
     """
     check_placement(args, backend)
-    if getattr(args, "distribution", None) == "model_parallel" and (
-            layout_map is None):
-        raise ValueError(
-            "Argument `--distribution=model_parallel` needs the layouts of "
-            "the model's variables over the (batch, model) mesh (a "
-            "backbone's `get_layout_map`), which keras-synth's backbones do "
-            "not have yet. Use --distribution=data_parallel.")
     if backend == "tensorflow":
         return select_strategy(
             args.strategy, args.tpu,
             getattr(args, "cluster_timeout", DEFAULT_CLUSTER_TIMEOUT))
+    if layout_map is None and backend == "jax":
+        from keras_synth.models import SynthesizerBackbone
+
+        layout_map = SynthesizerBackbone.get_layout_map
     return backend_strategy(getattr(args, "distribution", None),
                             getattr(args, "model_parallel", None),
                             layout_map, backend)

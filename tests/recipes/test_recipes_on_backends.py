@@ -177,28 +177,42 @@ def test_pretrain_writes_a_preset_the_classifier_loads(tmp_path):
 
 
 @pytest.mark.skipif(BACKEND != "jax", reason="keras.distribution is JAX's")
-def test_data_parallel_over_four_cpus_equals_one_device(tmp_path):
-    # XLA_FLAGS must be set before JAX starts: a fresh process per run.
-    def run(*extra):
-        run_dir = str(tmp_path / ("dp" if extra else "one"))
-        env = dict(os.environ, KERAS_BACKEND="jax", PYTHONPATH=REPO,
-                   XLA_FLAGS="--xla_force_host_platform_device_count=4",
-                   JAX_PLATFORMS="cpu")
-        process = subprocess.run(
-            [sys.executable, "-m", "recipes.glue", *GLUE, "--epochs=1",
-             f"--model_dir={run_dir}", *extra],
-            cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
-        assert process.returncode == 0, process.stderr[-3000:]
-        with open(os.path.join(run_dir, "results.json")) as f:
-            return json.load(f), process.stdout
-
-    one, _ = run()
-    data_parallel, out = run("--distribution=data_parallel")
-    assert "keras.distribution.DataParallel (jax backend) with 4 " in out
-    assert "CPU:0, CPU:1, CPU:2, CPU:3" in out
-    assert data_parallel["num_replicas"] == 4
-    for got, want in zip(data_parallel["history"], one["history"]):
-        np.testing.assert_allclose(got["loss"], want["loss"], rtol=1e-4)
-    np.testing.assert_allclose(
-        data_parallel["metrics"]["dev"]["accuracy"],
-        one["metrics"]["dev"]["accuracy"], atol=1e-6)
+def test_model_parallel_layouts_and_training_equal_one_device():
+    # tests/recipes/model_parallel_run.py in a fresh process on 4 CPUs.
+    env = dict(os.environ, KERAS_BACKEND="jax", PYTHONPATH=REPO,
+               XLA_FLAGS="--xla_force_host_platform_device_count=4",
+               JAX_PLATFORMS="cpu")
+    process = subprocess.run(
+        [sys.executable, os.path.join(REPO, "tests", "recipes",
+                                      "model_parallel_run.py")],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    lines = [line for line in process.stdout.splitlines()
+             if line.startswith("RESULT ")]
+    assert process.returncode == 0 and lines, process.stderr[-3000:]
+    result = json.loads(lines[-1][len("RESULT "):])
+    assert result["devices"] == 4
+    one = result["one"]
+    assert one["layouts"] == {}
+    for name in ("data_parallel", "model_parallel"):
+        np.testing.assert_allclose(result[name]["loss"], one["loss"],
+                                   rtol=1e-5, err_msg=name)
+        for path, weights in one["weights"].items():
+            np.testing.assert_allclose(result[name]["weights"][path],
+                                       weights, rtol=1e-4, atol=1e-6,
+                                       err_msg=f"{name}: {path}")
+    # DataParallel replicates every variable; ModelParallel lays them out
+    # as the backbone's get_layout_map asks.
+    assert result["data_parallel"]["layouts"] == {}
+    layouts = result["model_parallel"]["layouts"]
+    prefix = "encoder_0/self_attention_layer/"
+    assert layouts[prefix + "random/logits"] == ["model", None, None]
+    assert layouts[prefix + "vanilla/query/kernel"] == [None, "model", None]
+    assert layouts[prefix + "value/kernel"] == [None, "model", None]
+    assert layouts[prefix + "attention_output/kernel"] == [
+        "model", None, None]
+    assert layouts["encoder_0/feedforward_intermediate_dense/kernel"] == [
+        None, "model"]
+    assert layouts["encoder_0/feedforward_output_dense/kernel"] == [
+        "model", None]
+    assert layouts["embedding/token_embedding/embeddings"] == [None, "model"]
+    assert prefix + "mixture_logits" not in layouts  # replicated

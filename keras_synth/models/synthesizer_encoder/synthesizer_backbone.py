@@ -6,6 +6,7 @@ from keras_synth._hub import keras_hub
 from keras_synth.layers import SynthesizerEncoder
 from keras_synth.models.backbone_utils import ConfigAttributesMixin
 from keras_synth.models.backbone_utils import synthesizer_options_argument
+from keras_synth.models.layout_map import LayoutMapMixin
 from keras_synth.models.preset_utils import check_local_preset
 from keras_synth.models.preset_utils import load_preset
 
@@ -13,7 +14,8 @@ POOLINGS = ("mean", "cls", "cls_dense")
 
 
 @keras.saving.register_keras_serializable(package="keras_synth")
-class SynthesizerBackbone(ConfigAttributesMixin, keras_hub.models.Backbone):
+class SynthesizerBackbone(LayoutMapMixin, ConfigAttributesMixin,
+                          keras_hub.models.Backbone):
     """Transformer encoder whose self-attention is a Synthesizer.
 
     Token + position (+ segment) embeddings, layer normalization and

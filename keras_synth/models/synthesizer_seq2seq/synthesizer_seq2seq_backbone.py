@@ -10,11 +10,12 @@ from keras_synth._hub import keras_hub
 from keras_synth.models import generation_utils as utils
 from keras_synth.models.backbone_utils import ConfigAttributesMixin
 from keras_synth.models.backbone_utils import synthesizer_options_argument
+from keras_synth.models.layout_map import LayoutMapMixin
 
 
 @keras.saving.register_keras_serializable(package="keras_synth")
 class SynthesizerSeq2SeqBackbone(
-    ConfigAttributesMixin, keras_hub.models.Backbone
+    LayoutMapMixin, ConfigAttributesMixin, keras_hub.models.Backbone
 ):
     """Encoder-decoder Transformer of `SynthesizerEncoder`/`Decoder` blocks.
 

@@ -87,9 +87,3 @@ def test_tensorflow_keeps_tf_distribute():
     strategy = placement.select(parse(), "tensorflow")
     assert isinstance(strategy, tf.distribute.OneDeviceStrategy)
 
-
-def test_model_parallel_without_a_layout_map_is_a_clear_error():
-    with pytest.raises(ValueError, match=(
-            r"`--distribution=model_parallel` needs the layouts of the "
-            r"model's variables.*Use --distribution=data_parallel")):
-        placement.select(parse("--distribution=model_parallel"), "jax")
