@@ -6,16 +6,15 @@ weights (TensorFlow backend, as the recipes)."""
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 
 import keras
 import numpy as np
 import pytest
 
 from tests.recipes.core.tensorflow_only import requires_tensorflow
+from tests.recipes.kill import kill_at_line
 
 pytestmark = requires_tensorflow
 
@@ -50,20 +49,7 @@ def test_sigkill_mid_epoch_then_resume(tmp_path, objective):
     run_dir = str(tmp_path / "run")
     args = ["--epochs=3", "--steps_per_epoch=6"]
     process = _start(objective, run_dir, *args)
-    seen, deadline = [], time.time() + 300
-    try:
-        for line in process.stdout:
-            seen.append(line)
-            if line.strip() == "batch-end epoch=2 batch=3":
-                process.send_signal(signal.SIGKILL)
-                break
-            assert time.time() < deadline, "".join(seen)[-3000:]
-        process.wait(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    assert process.returncode == -signal.SIGKILL, "".join(seen)[-3000:]
+    seen = kill_at_line(process, "batch-end epoch=2 batch=3", timeout=300)
     assert not os.path.exists(os.path.join(run_dir, "results.json"))
     # Nothing of the corpus is dropped: the log says how it was packed.
     packed = next(line for line in seen if line.startswith("Packed"))

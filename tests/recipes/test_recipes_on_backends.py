@@ -8,14 +8,14 @@ Tiny models and few steps: each run takes seconds once compiled.
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 
 import keras
 import numpy as np
 import pytest
+
+from tests.recipes.kill import kill_at_line
 
 BACKEND = keras.backend.backend()
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -41,23 +41,6 @@ def _start(module, run_dir, *argv):
         text=True)
 
 
-def _kill_at(process, line_wanted, timeout=600):
-    seen, deadline = [], time.time() + timeout
-    try:
-        for line in process.stdout:
-            seen.append(line)
-            if line.strip() == line_wanted:
-                process.send_signal(signal.SIGKILL)
-                break
-            assert time.time() < deadline, "".join(seen)[-3000:]
-        process.wait(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    assert process.returncode == -signal.SIGKILL, "".join(seen)[-3000:]
-
-
 def _check_exports(run_dir, results, out):
     """The SavedModel on TensorFlow; elsewhere the one line, `.keras`."""
     if BACKEND == "tensorflow":
@@ -79,8 +62,8 @@ def test_glue_killed_mid_epoch_resumes_and_exports(tmp_path):
     from keras_synth.models import SynthesizerTextClassifier
 
     run_dir = str(tmp_path / "run")
-    _kill_at(_start("recipes.glue", run_dir, *GLUE),
-             "batch-end epoch=2 batch=3")
+    kill_at_line(_start("recipes.glue", run_dir, *GLUE),
+                 "batch-end epoch=2 batch=3", timeout=600)
     assert not os.path.exists(os.path.join(run_dir, "results.json"))
     resumed = _start("recipes.glue", run_dir, *GLUE)
     out, _ = resumed.communicate(timeout=600)
