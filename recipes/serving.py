@@ -129,5 +129,27 @@ def save_keras_model(path, model):
     return path
 
 
-__all__ = ["NEEDS", "save_keras_model", "save_preset", "usage",
-           "write_export", "write_readme"]
+def saved_model_unsupported(what):
+    """Why this Keras backend cannot write the recipes' SavedModel export
+    (`what`: its signature, for the message), or None on TensorFlow.
+
+    The exports take raw strings and tokenize inside the graph with
+    tensorflow-text's ops; `keras.export.ExportArchive` converts a JAX
+    function with jax2tf, which cannot trace string ops, and has no
+    PyTorch path to a SavedModel: the recipes write the `.keras` model and
+    the preset instead.
+    """
+    import keras
+
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        return None
+    return (f"The SavedModel export ({what}) is skipped on the {backend} "
+            "backend: its graph tokenizes raw strings with tensorflow-text, "
+            "which only KERAS_BACKEND=tensorflow exports; the .keras model is "
+            "written instead.")
+
+
+__all__ = ["NEEDS", "save_keras_model", "save_preset",
+           "saved_model_unsupported", "usage", "write_export",
+           "write_readme"]

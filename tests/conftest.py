@@ -16,8 +16,9 @@ run float32 matrix products in TensorFloat-32 by default (about 1e-3
 relative), so the suite turns TF32 off at start on the backend it runs
 on (TensorFlow: `enable_tensor_float_32_execution(False)`; JAX:
 `jax_default_matmul_precision="highest"`; PyTorch: `allow_tf32 = False`
-for matmuls and cuDNN). The recipes (and their tests) run on the
-TensorFlow backend only. On a CPU this changes nothing. See
+for matmuls and cuDNN). The recipes (and their tests) run on every
+backend (tests/recipes/test_recipes_on_backends.py). On a CPU this changes
+nothing. See
 docs/devices.md.
 """
 

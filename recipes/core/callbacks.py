@@ -19,6 +19,7 @@ Importing this module needs no TensorFlow: the callbacks are built when
 `run_callbacks` is called.
 """
 
+import contextlib
 import csv
 import json
 
@@ -138,7 +139,9 @@ def restore(model, backup_dir):
     nothing loaded)."""
     callback = backup_and_restore(backup_dir, chief=False)
     callback.set_model(model)
-    with model.distribute_strategy.scope():  # where `fit` restores it
+    # Where `fit` restores it (tf.distribute; Keras' own on JAX, PyTorch).
+    strategy = getattr(model, "distribute_strategy", None)
+    with strategy.scope() if strategy else contextlib.nullcontext():
         callback.on_train_begin()
     return backup_epoch(backup_dir)
 

@@ -202,6 +202,8 @@ def chief_first(strategy, prepare, fingerprint=repr):
 
 
 def _is_multi_worker(strategy):
+    if not hasattr(strategy, "extended"):  # not tf.distribute (JAX, torch)
+        return False
     import tensorflow as tf
 
     cluster, _, _ = parse_tf_config()

@@ -33,9 +33,12 @@ def describe_devices(strategy):
     """The devices `strategy` computes on, for the log: each device's name
     with its GPU model (e.g. `GPU:0 (NVIDIA H200)`), or `CPU (no GPU
     found)` when no GPU was found (`one_device` then runs on the CPU)."""
-    devices = list(getattr(strategy.extended, "worker_devices", ())) or [
-        getattr(strategy.extended, "_device", "CPU")]
-    names = _gpu_names()
+    if hasattr(strategy, "device_models"):  # JAX, PyTorch: BackendStrategy
+        devices, names = strategy.worker_devices, strategy.device_models
+    else:
+        devices = list(getattr(strategy.extended, "worker_devices", ())) or [
+            getattr(strategy.extended, "_device", "CPU")]
+        names = _gpu_names()
     labels = []
     for device in devices:
         short = device.rsplit("device:", 1)[-1].upper()

@@ -20,10 +20,9 @@ from recipes.core import training
 
 def open_run(args, validate, load, runtime_flags=run_directory.RUNTIME_FLAGS,
              log=print):
-    """How every recipe's `run()` starts: requires the TensorFlow backend,
-    checks `args` (`validate(args)`, which may canonicalise them), creates
-    the strategy (`runtime.setup`: first, before TensorFlow runs any op,
-    as multi-worker and TPU strategies need), reads the data
+    """How every recipe's `run()` starts: checks `args` (`validate(args)`, which may canonicalise them), creates
+    the strategy (`runtime.setup`: first, before the backend runs any op,
+    as multi-worker and TPU strategies need; it selects the backend), reads the data
     (`load(checked)`, with what `validate` returned, before anything is
     written), then opens the run directory `--model_dir` for this
     configuration (refusing one that holds another; `runtime_flags` may
@@ -31,9 +30,9 @@ def open_run(args, validate, load, runtime_flags=run_directory.RUNTIME_FLAGS,
 
     Returns:
         `(data, run_dir, strategy)`: what `load` returned, the
-        `RunDirectory` and the `tf.distribute.Strategy`.
+        `RunDirectory` and the `tf.distribute.Strategy` (on JAX and
+        PyTorch its stand-in, `distribution.BackendStrategy`).
     """
-    runtime.require_tensorflow_backend()
     flags.check_steps_per_execution(getattr(args, "steps_per_execution",
                                             None))
     checked = validate(args)
@@ -161,12 +160,26 @@ def saved_model_export(args, run_dir, export_saved_model, export_usage,
     SavedModel at `<model_dir>/export` with `export_saved_model(path,
     model)` and records its path and `export_usage(path)`.
 
+    On a backend that cannot write it (`serving.saved_model_unsupported`:
+    JAX, PyTorch) one log line says so, and the `.keras` model is saved at
+    `<model_dir>/model.keras` instead (`keras_model`, `export_skipped`).
+
     Args:
         what: how the log line describes the export (its signature).
     """
+    from recipes import serving
+
     def export(model):
         if not args.export:
             return {"export": None, "export_usage": None}
+        skipped = serving.saved_model_unsupported(what)
+        if skipped:
+            log(skipped)
+            path = serving.save_keras_model(run_dir.path("model.keras"),
+                                            model)
+            log(f"Saved the model to {path}")
+            return {"export": None, "export_usage": None,
+                    "export_skipped": skipped, "keras_model": path}
         path = export_saved_model(run_dir.path("export"), model)
         log(f"Exported a SavedModel ({what}) to {path}")
         return {"export": path, "export_usage": export_usage(path)}

@@ -6,9 +6,11 @@ synthesizer options' values, imports neither Keras nor TensorFlow.
 
 import argparse
 import json
+import os
 import sys
 
 from recipes.core.cluster import DEFAULT_CLUSTER_TIMEOUT
+from recipes.core.distribution import DISTRIBUTIONS
 from recipes.core.precision import DEFAULT_MATMUL_PRECISION
 from recipes.core.precision import MATMUL_PRECISIONS
 from recipes.core.precision import PRECISIONS
@@ -64,7 +66,8 @@ def add_common_flags(parser, default_batch_size=32, default_epochs=3,
                        help="Random seed: initial weights, data order, "
                        "dropout.")
     group.add_argument("--strategy", choices=STRATEGIES, default="one_device",
-                       help="tf.distribute strategy: one device, "
+                       help="TensorFlow backend: tf.distribute strategy: "
+                       "one device, "
                        "MirroredStrategy (all local GPUs, else all logical "
                        "CPUs), MultiWorkerMirroredStrategy (from TF_CONFIG) "
                        "or TPUStrategy (--tpu).")
@@ -76,6 +79,18 @@ def add_common_flags(parser, default_batch_size=32, default_epochs=3,
     group.add_argument("--tpu", default=None,
                        help="TPU name or grpc:// address for --strategy=tpu "
                        "('local' for a TPU VM).")
+    group.add_argument("--distribution", choices=DISTRIBUTIONS,
+                       default=None,
+                       help="JAX backend: keras.distribution over every "
+                       "local device, DataParallel (the batch split, the "
+                       "variables replicated) or ModelParallel (a (batch, "
+                       "model) device mesh, the backbone's layout map). "
+                       "Default: one device. On TensorFlow use --strategy.")
+    group.add_argument("--model_parallel", type=int, default=None,
+                       help="With --distribution=model_parallel: the size "
+                       "of the mesh's model axis (a divisor of the device "
+                       "count; the batch axis takes the rest). Default: "
+                       "every device.")
     group.add_argument("--mixed_precision", choices=PRECISIONS,
                        default="float32",
                        help="Compute dtype; float16 uses loss scaling.")
@@ -255,9 +270,10 @@ def steps_per_execution(value, strategy, steps_per_epoch):
 
 def static_shapes(args):
     """Whether the batches get static shapes (padded to the full length):
-    with `--jit_compile` (XLA compiles one program per shape) and on a
-    TPU."""
-    return bool(args.jit_compile or args.strategy == "tpu")
+    with `--jit_compile` (XLA compiles one program per shape), on a TPU
+    and on the JAX backend (whose `fit` always compiles its step)."""
+    return bool(args.jit_compile or args.strategy == "tpu"
+                or os.environ.get("KERAS_BACKEND") == "jax")
 
 
 def check_ema_momentum(value):

@@ -1,5 +1,5 @@
 """Precision of a recipe's run: Keras' dtype policy (`--mixed_precision`)
-and TensorFlow's float32 matrix-product precision (`--matmul_precision`).
+and the backend's float32 matrix-product precision (`--matmul_precision`).
 """
 
 PRECISIONS = ("float32", "bfloat16", "float16")
@@ -29,8 +29,8 @@ def configure_precision(mixed_precision):
 
 
 def configure_matmul_precision(precision):
-    """Sets TensorFlow's float32 matrix-product precision
-    (`--matmul_precision`).
+    """Sets the backend's float32 matrix-product precision
+    (`--matmul_precision`; TensorFlow, JAX or PyTorch).
 
     NVIDIA GPUs from Ampere on run float32 matrix products and convolutions
     in TensorFloat-32 (inputs rounded to a 10-bit mantissa) unless told
@@ -42,13 +42,27 @@ def configure_matmul_precision(precision):
     Raises:
         ValueError: naming `--matmul_precision`, for another value.
     """
-    import tensorflow as tf
+    import keras
 
     if precision not in MATMUL_PRECISIONS:
         raise ValueError(
             f"Unknown matmul precision {precision!r} (argument "
             f"`--matmul_precision`). Expected one of {MATMUL_PRECISIONS}."
         )
-    tf.config.experimental.enable_tensor_float_32_execution(
-        precision == "high")
+    tf32 = precision == "high"
+    backend = keras.backend.backend()
+    if backend == "jax":
+        import jax
+
+        jax.config.update("jax_default_matmul_precision",
+                          "tensorfloat32" if tf32 else "float32")
+    elif backend == "torch":
+        import torch
+
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
+    else:
+        import tensorflow as tf
+
+        tf.config.experimental.enable_tensor_float_32_execution(tf32)
     return precision

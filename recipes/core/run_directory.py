@@ -22,7 +22,8 @@ from recipes.core.cluster import is_chief
 RUNTIME_FLAGS = frozenset(
     {"model_dir", "strategy", "tpu", "verbose", "tensorboard", "export",
      "jit_compile", "data_dir", "vocab_file", "tfds_data_dir", "tf_logs",
-     "cluster_timeout", "steps_per_execution"}
+     "cluster_timeout", "steps_per_execution", "distribution",
+     "model_parallel"}
 )
 
 

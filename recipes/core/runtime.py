@@ -1,62 +1,78 @@
-"""Where a recipe runs: the backend it needs, and the entry point
-(`run_main`) and set-up (`setup`: strategy, seed, precision, devices)
-that every recipe starts with, before TensorFlow is imported.
+"""Where a recipe runs: the Keras backend (`KERAS_BACKEND`, TensorFlow when
+unset), and the entry point (`run_main`) and set-up (`setup`: strategy or
+distribution, seed, precision, devices) that every recipe starts with.
 """
 
 import os
 import sys
 
-from recipes.core.cluster import DEFAULT_CLUSTER_TIMEOUT
+from recipes.core import placement
 from recipes.core.cluster import cluster_failure
 from recipes.core.devices import log_devices
 from recipes.core.precision import DEFAULT_MATMUL_PRECISION
 from recipes.core.precision import configure_precision
 from recipes.core.strategies import check_jit_compile
-from recipes.core.strategies import select_strategy
 
 
-def require_tensorflow_backend():
-    """Selects the TensorFlow backend, or explains why it can't.
-
-    The recipes use tf.data, tf.distribute and SavedModel. Call this before
-    importing keras: it sets `KERAS_BACKEND=tensorflow` when unset.
+def select_backend():
+    """Returns the Keras backend the recipe runs on: `KERAS_BACKEND`, the
+    user's choice (TensorFlow when unset, which this sets). Call it before
+    importing keras.
 
     Raises:
-        RuntimeError: another backend is forced.
+        RuntimeError: a backend the recipes do not train on (e.g. numpy).
     """
     backend = os.environ.setdefault("KERAS_BACKEND", "tensorflow")
     if "keras" in sys.modules:
         import keras
 
         backend = keras.backend.backend()
-    if backend != "tensorflow":
+    if backend not in placement.BACKENDS:
         raise RuntimeError(
-            "The recipes run on the TensorFlow backend (tf.data, "
-            "tf.distribute, SavedModel), but KERAS_BACKEND="
-            f"{backend!r} is set. Unset it or run with "
-            "KERAS_BACKEND=tensorflow."
-        )
+            f"The recipes train on the {', '.join(placement.BACKENDS)} "
+            f"backends, but KERAS_BACKEND={backend!r} is set. "
+            "Run with KERAS_BACKEND=tensorflow, jax or torch.")
+    return backend
 
 
-def setup(args, log=print):
-    """Returns the strategy (`--strategy`, `--tpu`, `--cluster_timeout`),
-    created first, before TensorFlow runs any op; then seeds Keras
-    (`--seed`) and sets the dtype policy (`--mixed_precision`), logging
-    both. Call it before reading data or learning a vocabulary."""
+def setup(args, log=print, layout_map=None):
+    """Returns the strategy (`placement.select`: `--strategy`, `--tpu`,
+    `--cluster_timeout` on TensorFlow; `--distribution` on JAX), created
+    first, before the backend runs any op; then seeds Keras (`--seed`) and
+    sets the dtype policy (`--mixed_precision`), logging both. Call it
+    before reading data or learning a vocabulary.
+
+    Args:
+        layout_map: `(device_mesh) -> keras.distribution.LayoutMap` for
+            `--distribution=model_parallel`.
+    """
     import keras
 
-    strategy = select_strategy(args.strategy, args.tpu,
-                               getattr(args, "cluster_timeout",
-                                       DEFAULT_CLUSTER_TIMEOUT))
+    backend = select_backend()
+    strategy = placement.select(args, backend, layout_map)
     check_jit_compile(getattr(args, "jit_compile", False), args.strategy,
                       strategy.num_replicas_in_sync)
     keras.utils.set_random_seed(args.seed)
     policy = configure_precision(args.mixed_precision)
-    log(f"Strategy: {type(strategy).__name__} with "
+    log(f"Strategy: {_describe(strategy)} with "
         f"{strategy.num_replicas_in_sync} replica(s); dtype policy {policy}.")
     log_devices(strategy, getattr(args, "matmul_precision",
                                   DEFAULT_MATMUL_PRECISION), log)
     return strategy
+
+
+def _describe(strategy):
+    """The strategy's name for the log: the tf.distribute class, or on
+    JAX and PyTorch Keras' own placement or its `keras.distribution`."""
+    import keras
+
+    distribution = getattr(strategy, "distribution", False)
+    if distribution is False:
+        return type(strategy).__name__
+    if distribution is None:
+        return f"one device ({keras.backend.backend()} backend)"
+    return (f"keras.distribution.{type(distribution).__name__} "
+            f"({keras.backend.backend()} backend)")
 
 
 def run_main(parser, run, prog, argv=None, input_paths=(), validate=None):
@@ -79,7 +95,8 @@ def run_main(parser, run, prog, argv=None, input_paths=(), validate=None):
         if validate is not None:
             validate(args, check_options=False)
         cli.check_input_paths(args, input_paths)
-        require_tensorflow_backend()
+        backend = select_backend()
+        placement.check_placement(args, backend)
         with cli.quiet_tensorflow(not cli.tf_logs_wanted(args)):
             run(args)
     except Exception as error:

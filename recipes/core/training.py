@@ -43,18 +43,22 @@ def clipped_after_all_reduce(optimizer_class, global_clipnorm, **kwargs):
     the sum over the replicas (the gradient of the global batch) is clipped
     by its global norm, on every replica alike.
 
+    On JAX and PyTorch there is no per-replica gradient to sum (one
+    device, or `keras.distribution`, whose compiled step computes the
+    global batch's gradient): there the optimizer is `optimizer_class`
+    with Keras' own `global_clipnorm`.
+
     Args:
-        optimizer_class: a Keras optimizer class (TensorFlow backend).
+        optimizer_class: a Keras optimizer class.
         global_clipnorm: positive finite float, the largest global norm of
             the summed gradient.
         **kwargs: the optimizer's arguments (no `clipnorm`,
             `global_clipnorm` or `clipvalue`).
 
     Returns:
-        The optimizer (an instance of a subclass of `optimizer_class`).
+        The optimizer (an instance of a subclass of `optimizer_class` on
+        TensorFlow, of `optimizer_class` on JAX and PyTorch).
     """
-    import keras
-
     if (isinstance(global_clipnorm, bool)
             or not isinstance(global_clipnorm, (int, float))
             or not 0 < global_clipnorm < float("inf")):
@@ -69,11 +73,10 @@ def clipped_after_all_reduce(optimizer_class, global_clipnorm, **kwargs):
             "`clipped_after_all_reduce` clips after it (`global_clipnorm`). "
             f"Received: {', '.join(f'{k}={kwargs[k]!r}' for k in clipping)}")
     if not hasattr(optimizer_class, "_all_reduce_sum_gradients"):
-        raise ValueError(
-            f"`clipped_after_all_reduce` needs the TensorFlow backend's "
-            f"optimizers (the recipes run on it only). Received: "
-            f"optimizer_class={optimizer_class.__name__} on the "
-            f"{keras.backend.backend()!r} backend.")
+        # JAX and PyTorch: the gradient is already the global batch's (one
+        # device, or a `keras.distribution` whose compiled step sums over
+        # the batch axis), so Keras' own clipping clips the summed one.
+        return optimizer_class(global_clipnorm=global_clipnorm, **kwargs)
 
     class ClippedAfterAllReduce(optimizer_class):
         def __init__(self, *args, clipped_global_norm, **kwargs):

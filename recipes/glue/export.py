@@ -162,7 +162,10 @@ def export_run(run_dir, model, probe, preprocessor, task, evals,
     example = evals[next(iter(evals))]
     example_inputs = model_lib.pack(preprocessor, tuple(
         [example.texts[0][i]] for i in range(task.num_segments)))
-    scores = [s[0] for s in probe(example_inputs)]
+    import keras
+
+    # NumPy of any backend (a PyTorch output tensor still requires grad).
+    scores = [keras.ops.convert_to_numpy(s)[0] for s in probe(example_inputs)]
     n = int(example_inputs["padding_mask"].numpy()[0].sum())
     tokens = model_lib.tokens(preprocessor,
                               example_inputs["token_ids"].numpy()[0][:n])
@@ -171,17 +174,29 @@ def export_run(run_dir, model, probe, preprocessor, task, evals,
         title=f"{task.name} / {args.synthesizer}: "
         + " | ".join(example.texts[0])[:120],
         caption=example_caption(task, example.labels[0],
-                                model(example_inputs, training=False)),
+                                keras.ops.convert_to_numpy(
+                                    model(example_inputs, training=False))),
     )
 
-    export_path = None
+    export_path = skipped = None
     if args.export:
+        skipped = serving.saved_model_unsupported("raw strings in")
+    if skipped:
+        log(skipped)
+        model.preprocessor = preprocessor
+        keras_path = serving.save_keras_model(run_dir.path("model.keras"),
+                                              model)
+        log(f"Saved the model to {keras_path}")
+    elif args.export:
         export_path = export_saved_model(run_dir.path("export"), model,
                                          preprocessor, task)
         log(f"Exported a SavedModel (raw strings in) to {export_path}")
     preset_path = save_preset(run_dir.path("preset"), model, preprocessor)
     log(f"Saved a keras-hub preset to {preset_path}")
+    extra = ({"export_skipped": skipped, "keras_model": keras_path}
+             if skipped else {})
     return {
+        **extra,
         "submissions": submissions,
         "attention_png": plot_path,
         "export": export_path,

@@ -137,7 +137,14 @@ def eval_dataset(windows, weights, batch_size):
 
 
 def evaluate(lm, windows, weights, batch_size):
-    """Sum of the token losses (nats) and the number of scored tokens."""
+    """Sum of the token losses (nats) and the number of scored tokens.
+
+    On TensorFlow a `tf.function` scores each batch; on JAX and PyTorch
+    `predict_on_batch` (compiled on JAX) gives the logits, scored in
+    float64 NumPy."""
+    if keras.backend.backend() != "tensorflow":
+        return _evaluate_in_numpy(lm, windows, weights, batch_size)
+
     @tf.function
     def step(x, y, w):
         logits = tf.cast(lm(x, training=False), tf.float32)
@@ -150,6 +157,20 @@ def evaluate(lm, windows, weights, batch_size):
         nats, n = step(x, y, w)
         total += float(nats)
         count += float(n)
+    return total, int(round(count))
+
+
+def _evaluate_in_numpy(lm, windows, weights, batch_size):
+    total, count = 0.0, 0.0
+    with training.without_preprocessor(lm):
+        for x, y, w in eval_dataset(windows, weights,
+                                    batch_size).as_numpy_iterator():
+            logits = np.asarray(lm.predict_on_batch(x), np.float64)
+            logits -= logits.max(axis=-1, keepdims=True)
+            log_z = np.log(np.exp(logits).sum(axis=-1))
+            picked = np.take_along_axis(logits, y[..., None], -1)[..., 0]
+            total += float(((log_z - picked) * w).sum())
+            count += float(w.sum())
     return total, int(round(count))
 
 

@@ -425,9 +425,10 @@ def run(args, log=print):
 
     def export(model):  # on the chief, the preprocessor attached
         results = saved_model(model)
-        results["keras_model"] = export_lib.save_keras_model(
-            run_dir.path("model.keras"), model)
-        log(f"Saved the model to {results['keras_model']}")
+        if "keras_model" not in results:  # (saved in the export's stead)
+            results["keras_model"] = export_lib.save_keras_model(
+                run_dir.path("model.keras"), model)
+            log(f"Saved the model to {results['keras_model']}")
         return results
 
     return experiment.train_and_evaluate(

@@ -1,7 +1,6 @@
 """Random and fixed random: `L_h = R_h[:T, :S]`, `R_h` an `ℓ x ℓ` matrix."""
 
 import keras
-from keras import ops
 
 from keras_synth.layers.synthesizers.base import Synthesizer
 from keras_synth.layers.synthesizers.base import scaled

@@ -9,14 +9,15 @@ from keras_synth.models import generation_utils as utils
 from keras_synth.models.backbone_utils import ConfigAttributesMixin
 from keras_synth.models.backbone_utils import check_backbone_sizes
 from keras_synth.models.backbone_utils import synthesizer_options_argument
+from keras_synth.models.layout_map import LayoutMapMixin
 from keras_synth.models.lora_targets import LoraTargetsMixin
 from keras_synth.models.quantization import QuietQuantizeMixin
 
 
 @keras.saving.register_keras_serializable(package="keras_synth")
 class SynthesizerCausalLMBackbone(
-    LoraTargetsMixin, QuietQuantizeMixin, ConfigAttributesMixin,
-    keras_hub.models.Backbone,
+    LayoutMapMixin, LoraTargetsMixin, QuietQuantizeMixin,
+    ConfigAttributesMixin, keras_hub.models.Backbone,
 ):
     """Decoder-only Transformer with causal synthesized self-attention.
 

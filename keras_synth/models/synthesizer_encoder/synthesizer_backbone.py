@@ -7,6 +7,7 @@ from keras_synth.layers import SynthesizerEncoder
 from keras_synth.models.backbone_utils import ConfigAttributesMixin
 from keras_synth.models.backbone_utils import check_backbone_sizes
 from keras_synth.models.backbone_utils import synthesizer_options_argument
+from keras_synth.models.layout_map import LayoutMapMixin
 from keras_synth.models.lora_targets import LoraTargetsMixin
 from keras_synth.models.quantization import QuietQuantizeMixin
 from keras_synth.models.preset_utils import load_preset
@@ -15,8 +16,9 @@ POOLINGS = ("mean", "cls", "cls_dense")
 
 
 @keras.saving.register_keras_serializable(package="keras_synth")
-class SynthesizerBackbone(LoraTargetsMixin, QuietQuantizeMixin,
-                          ConfigAttributesMixin, keras_hub.models.Backbone):
+class SynthesizerBackbone(LayoutMapMixin, LoraTargetsMixin,
+                          QuietQuantizeMixin, ConfigAttributesMixin,
+                          keras_hub.models.Backbone):
     """Transformer encoder whose self-attention is a Synthesizer.
 
     Token + position (+ segment) embeddings, layer normalization and

@@ -1,5 +1,9 @@
 """recipes.core.runtime."""
 
+import os
+import subprocess
+import sys
+
 import keras
 import pytest
 
@@ -7,14 +11,36 @@ from recipes.core import precision
 from recipes.core import runtime
 from recipes.core import strategies
 from tests.recipes.core.tensorflow_only import requires_tensorflow
+from tests.recipes.two_cpus import ROOT
 from tests.recipes.two_cpus import run_with_two_cpus
 
 
-@pytest.mark.skipif(keras.backend.backend() == "tensorflow",
-                    reason="checks the error under another backend")
-def test_recipes_refuse_other_backends():
-    with pytest.raises(RuntimeError, match="KERAS_BACKEND=tensorflow"):
-        runtime.require_tensorflow_backend()
+def test_the_backend_is_the_users_choice(monkeypatch):
+    # The suite's backend is kept (never replaced by TensorFlow).
+    assert runtime.select_backend() == keras.backend.backend()
+    monkeypatch.setattr(keras.backend, "backend", lambda: "numpy")
+    with pytest.raises(RuntimeError, match=(
+            r"train on the tensorflow, jax, torch backends, but "
+            r"KERAS_BACKEND='numpy' is set")):
+        runtime.select_backend()
+
+
+@pytest.mark.parametrize("backend", [None, "tensorflow", "jax", "torch"])
+def test_keras_backend_defaults_to_tensorflow_only_when_unset(backend):
+    # A fresh process: KERAS_BACKEND is read before Keras is imported.
+    script = ("from recipes.core import runtime\n"
+              "print('RESULT', runtime.select_backend())\n"
+              "import keras; print('RESULT', keras.backend.backend())")
+    env = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}
+    if backend:
+        env["KERAS_BACKEND"] = backend
+    env["PYTHONPATH"] = ROOT
+    process = subprocess.run([sys.executable, "-c", script], cwd=ROOT,
+                             env=env, capture_output=True, text=True,
+                             timeout=300)
+    lines = [line.split()[1] for line in process.stdout.splitlines()
+             if line.startswith("RESULT ")]
+    assert lines == [backend or "tensorflow"] * 2, process.stderr[-2000:]
 
 
 @requires_tensorflow
