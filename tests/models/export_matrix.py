@@ -3,6 +3,9 @@ variant x format exported with `export_model`, reloaded in its runtime and
 compared with Keras. Prints one JSON line per cell.
 
     KERAS_BACKEND=jax python -m tests.models.export_matrix > jax.jsonl
+    python -m tests.models.export_matrix --table *.jsonl  # docs/export.md
+
+Optional arguments: comma-separated tasks, variants, formats.
 """
 
 import json
@@ -25,7 +28,8 @@ def measure(task, variant, format, folder):
     path = f"{folder}/{task}_{variant.replace('+', '_')}{SUFFIXES[format]}"
     start = time.time()
     try:
-        export_model(model, path, format)
+        export_model(model, path, format, batch_size=eu.BATCH,
+                     num_predictions=eu.PREDICTIONS)
     except (ExportError, ImportError) as error:
         return {"status": "refused", "message": str(error)}
     run = eu.run_onnx if format == "onnx" else eu.run_litert
@@ -40,11 +44,43 @@ def measure(task, variant, format, folder):
             "export_s": round(time.time() - start, 1)}
 
 
+def cell_text(cell):
+    if cell["status"] == "ok":
+        return f"ok ({cell['max_abs_error']:.0e})"
+    message = cell["message"]
+    cause = message.split(" backend: ", 1)[-1] if "backend: " in message \
+        else message
+    return f"no: {cause[:120]}"
+
+
+def table(paths):
+    """The markdown support matrix of the JSON lines in `paths`."""
+    cells = [json.loads(line) for path in paths for line in open(path)
+             if line.startswith("{")]
+    columns = [(f, b) for f in eu.FORMATS for b in eu.BACKENDS]
+    found = {(c["format"], c["backend"], c["task"], c["variant"]): c
+             for c in cells}
+    lines = ["| task | variant | " + " | ".join(
+        f"{f} / {b}" for f, b in columns) + " |",
+        "|---|---|" + "---|" * len(columns)]
+    for task in eu.TASKS:
+        for variant in eu.VARIANTS:
+            row = [cell_text(found[(f, b, task, variant)])
+                   if (f, b, task, variant) in found else "not measured"
+                   for f, b in columns]
+            lines.append(f"| {task} | `{variant}` | " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
 def main(argv):
+    if len(argv) > 1 and argv[1] == "--table":
+        print(table(argv[2:]))
+        return
     tasks = argv[1].split(",") if len(argv) > 1 else eu.TASKS
     variants = argv[2].split(",") if len(argv) > 2 else eu.VARIANTS
+    formats = argv[3].split(",") if len(argv) > 3 else eu.FORMATS
     with tempfile.TemporaryDirectory() as folder:
-        for format in eu.FORMATS:
+        for format in formats:
             for task in tasks:
                 for variant in variants:
                     cell = measure(task, variant, format, folder)

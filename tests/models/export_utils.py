@@ -14,6 +14,7 @@ from keras_synth.models import SynthesizerTextClassifier
 from tests.models.model_utils import VOCAB
 from tests.models.model_utils import backbone_inputs
 from tests.models.model_utils import make_backbone
+from tests.models.model_utils import to_numpy  # noqa: F401 (for the tests)
 
 VARIANTS = ("vanilla", "dense", "factorized_dense", "random", "fixed_random",
             "factorized_random", "random+vanilla")
