@@ -48,6 +48,8 @@ def cell_text(cell):
     if cell["status"] == "ok":
         return f"ok ({cell['max_abs_error']:.0e})"
     message = cell["message"]
+    if "needs the `" in message:  # the converter is not installed
+        return "not measured: " + message.split("needs the ", 1)[1][:40]
     cause = message.split(" backend: ", 1)[-1] if "backend: " in message \
         else message
     return f"no: {cause[:120]}"
