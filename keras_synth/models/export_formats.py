@@ -173,10 +173,11 @@ def export_model(model, path, format, input_signature=None, batch_size=1,
             f"Cannot export {what}: Keras's {format} export supports the "
             f"{' and '.join(supported)} backends only.")
     if importlib.util.find_spec(converter) is None:
+        extra = ("" if converter == "litert_torch"
+                 else " (or `pip install \"keras-synth[export]\"`)")
         raise ImportError(
             f"Exporting {what} needs the `{converter}` module: "
-            f"`pip install {PACKAGES[converter]}` (or "
-            "`pip install \"keras-synth[export]\"`).")
+            f"`pip install {PACKAGES[converter]}`{extra}.")
     if input_signature is None:
         input_signature = [input_specs(model, batch_size, sequence_length,
                                        num_predictions)]

@@ -44,33 +44,43 @@ def measure(task, variant, format, folder):
             "export_s": round(time.time() - start, 1)}
 
 
-def cell_text(cell):
-    if cell["status"] == "ok":
-        return f"ok ({cell['max_abs_error']:.0e})"
+def cause_of(cell):
     message = cell["message"]
     if "needs the `" in message:  # the converter is not installed
-        return "not measured: " + message.split("needs the ", 1)[1][:40]
-    cause = message.split(" backend: ", 1)[-1] if "backend: " in message \
-        else message
-    return f"no: {cause[:120]}"
+        return "not installed: " + message.split("needs the ", 1)[1]
+    return message.split(" backend: ", 1)[-1]
 
 
 def table(paths):
-    """The markdown support matrix of the JSON lines in `paths`."""
+    """The markdown support matrix of the JSON lines in `paths`: "ok (max
+    abs error)" or "no [n]", n numbering the causes listed below it."""
     cells = [json.loads(line) for path in paths for line in open(path)
              if line.startswith("{")]
     columns = [(f, b) for f in eu.FORMATS for b in eu.BACKENDS]
     found = {(c["format"], c["backend"], c["task"], c["variant"]): c
              for c in cells}
+    causes = []
+
+    def text(key):
+        if key not in found:
+            return "not measured"
+        cell = found[key]
+        if cell["status"] == "ok":
+            return f"ok ({cell['max_abs_error']:.0e})"
+        cause = cause_of(cell)
+        if cause not in causes:
+            causes.append(cause)
+        return f"no [{causes.index(cause) + 1}]"
+
     lines = ["| task | variant | " + " | ".join(
         f"{f} / {b}" for f, b in columns) + " |",
         "|---|---|" + "---|" * len(columns)]
     for task in eu.TASKS:
         for variant in eu.VARIANTS:
-            row = [cell_text(found[(f, b, task, variant)])
-                   if (f, b, task, variant) in found else "not measured"
-                   for f, b in columns]
+            row = [text((f, b, task, variant)) for f, b in columns]
             lines.append(f"| {task} | `{variant}` | " + " | ".join(row) + " |")
+    lines.append("")
+    lines += [f"{i}. {cause}" for i, cause in enumerate(causes, 1)]
     return "\n".join(lines)
 
 
