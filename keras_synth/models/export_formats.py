@@ -12,6 +12,7 @@ backend and the cause. The measured support matrix is in docs/export.md.
 import importlib.util
 import os
 import re
+import warnings
 
 import keras
 from keras import ops
@@ -182,15 +183,19 @@ def export_model(model, path, format, input_signature=None, batch_size=1,
         input_signature = [input_specs(model, batch_size, sequence_length,
                                        num_predictions)]
     try:
-        if backend == "torch":
-            import torch
+        with warnings.catch_warnings():
+            # jax2onnx asks for float64 constants that JAX truncates.
+            warnings.filterwarnings(
+                "ignore", message="Explicitly requested dtype float64")
+            if backend == "torch":
+                import torch
 
-            with torch.no_grad():
+                with torch.no_grad():
+                    model.export(path, format=format, verbose=verbose,
+                                 input_signature=input_signature, **kwargs)
+            else:
                 model.export(path, format=format, verbose=verbose,
                              input_signature=input_signature, **kwargs)
-        else:
-            model.export(path, format=format, verbose=verbose,
-                         input_signature=input_signature, **kwargs)
     except Exception as error:  # a converter's failure, summarized
         raise ExportError(
             f"Cannot export {what}: {summarize(error)}", error) from None
