@@ -184,7 +184,12 @@ def export_model(model, path, format, input_signature=None, batch_size=1,
                                        num_predictions)]
     try:
         with warnings.catch_warnings():
-            # jax2onnx asks for float64 constants that JAX truncates.
+            # The converters' own deprecation notices (tf2onnx's np.object,
+            # PyTorch's TorchScript fallback) and jax2onnx's float64
+            # constants that JAX truncates: noise to the user, and errors
+            # where warnings are.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            warnings.simplefilter("ignore", FutureWarning)
             warnings.filterwarnings(
                 "ignore", message="Explicitly requested dtype float64")
             if backend == "torch":
