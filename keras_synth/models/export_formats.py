@@ -39,7 +39,15 @@ PACKAGES = {"tf2onnx": "tf2onnx", "jax2onnx": "jax2onnx",
 class ExportError(RuntimeError):
     """An export that the converter could not do; `original` holds its
     exception (the converter's own traceback is not chained, it runs to
-    dozens of lines)."""
+    dozens of lines).
+
+    Example:
+
+    >>> from keras_synth.models import ExportError
+    >>> error = ExportError("Cannot export ...: ValueError: op", ValueError("op"))
+    >>> str(error), type(error.original).__name__
+    ('Cannot export ...: ValueError: op', 'ValueError')
+    """
 
     def __init__(self, message, original=None):
         super().__init__(message)
