@@ -296,6 +296,7 @@ class CachedDecodingStep(keras.Model):
         self.backbone = backbone
         self.batch_size = batch_size
         self.max_length = max_length
+        self(self.initial_inputs())  # built: exportable straight away
 
     def initial_inputs(self):
         """Inputs of the first step: token 0, index 0, empty caches."""
