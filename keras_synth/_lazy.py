@@ -57,6 +57,8 @@ DEFERRED = {
         _MODELS + "losses:SmoothedSparseCategoricalCrossentropy",
     "keras_synth>InverseSqrtSchedule":
         _MODELS + "schedules:InverseSqrtSchedule",
+    "keras_synth>CachedDecodingStep":
+        _MODELS + "export_formats:CachedDecodingStep",
     "keras_synth>SynthesizerBackbone":
         _MODELS + "synthesizer_encoder.synthesizer_backbone:"
         "SynthesizerBackbone",

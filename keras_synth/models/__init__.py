@@ -7,6 +7,9 @@ from keras_synth import _lazy
 from keras_synth.models import legacy_names  # noqa: F401
 from keras_synth.models.conversion import convert_keras_hub_backbone
 from keras_synth.models.export_loading import load_export
+from keras_synth.models.export_formats import CachedDecodingStep
+from keras_synth.models.export_formats import ExportError
+from keras_synth.models.export_formats import export_model
 from keras_synth.models.generation_export import export_generator
 from keras_synth.models.losses import SmoothedSparseCategoricalCrossentropy
 from keras_synth.models.schedules import InverseSqrtSchedule
@@ -49,6 +52,8 @@ from keras_synth.models.tokenizers import sentinel_tokens
 from keras_synth.models.truncation import TruncationWarning
 
 __all__ = [
+    "CachedDecodingStep",
+    "ExportError",
     "InverseSqrtSchedule",
     "RESERVED_TOKENS",
     "SENTINEL_TOKEN_FORMAT",
@@ -71,6 +76,7 @@ __all__ = [
     "TruncationWarning",
     "convert_keras_hub_backbone",
     "export_generator",
+    "export_model",
     "export_text_classifier",
     "learn_wordpiece_vocabulary",
     "load_export",

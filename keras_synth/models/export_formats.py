@@ -1,0 +1,348 @@
+"""`export_model` to ONNX and LiteRT, and `CachedDecodingStep`, one cached
+decoding step of a causal LM as a model with fixed-shape inputs.
+
+Keras's `Model.export(path, format="onnx" | "litert")` does the conversion;
+this module gives it fixed-shape input signatures for the keras-synth
+tasks (token ids in: the task without its preprocessor), runs it on every
+backend the pair supports, and turns a converter's failure into one
+message that names the task, the synthesizer variant, the format, the
+backend and the cause. The measured support matrix is in docs/export.md.
+"""
+
+import importlib.util
+import os
+import re
+import warnings
+
+import keras
+from keras import ops
+
+from keras_synth.models import generation_utils as utils
+
+FORMATS = ("onnx", "litert")
+SUFFIXES = {"onnx": ".onnx", "litert": ".tflite"}
+
+# The converter each (format, backend) pair runs in Keras 3.15, as the
+# module that must be importable.
+CONVERTERS = {
+    ("onnx", "tensorflow"): "tf2onnx",
+    ("onnx", "jax"): "jax2onnx",
+    ("onnx", "torch"): "onnxscript",
+    ("litert", "tensorflow"): "tensorflow",
+    ("litert", "torch"): "litert_torch",
+}
+PACKAGES = {"tf2onnx": "tf2onnx", "jax2onnx": "jax2onnx",
+            "onnxscript": "onnxscript", "tensorflow": "tensorflow",
+            "litert_torch": "litert-torch"}
+
+
+class ExportError(RuntimeError):
+    """An export that the converter could not do; `original` holds its
+    exception (the converter's own traceback is not chained, it runs to
+    dozens of lines).
+
+    Example:
+
+    >>> from keras_synth.models import ExportError
+    >>> error = ExportError("Cannot export ...: ValueError: op", ValueError("op"))
+    >>> str(error), type(error.original).__name__
+    ('Cannot export ...: ValueError: op', 'ValueError')
+    """
+
+    def __init__(self, message, original=None):
+        super().__init__(message)
+        self.original = original
+
+
+def variant_of(model):
+    """The synthesizer variant of a task or of a `CachedDecodingStep`."""
+    backbone = getattr(model, "backbone", None)
+    if backbone is None:
+        return "unknown"
+    return backbone.get_config().get("synthesizer", "unknown")
+
+
+def input_specs(model, batch_size=1, sequence_length=None,
+                num_predictions=None):
+    """Fixed-shape `keras.InputSpec`s of a task's input dict.
+
+    Every input is `(batch_size, sequence_length)` except a masked LM's
+    `mask_positions`, `(batch_size, num_predictions)`. `sequence_length`
+    defaults to the backbone's `max_sequence_length`, `num_predictions` to
+    `sequence_length`.
+    """
+    if isinstance(model, CachedDecodingStep):
+        return model.input_specs()
+    if sequence_length is None:
+        sequence_length = model.backbone.max_sequence_length
+    if num_predictions is None:
+        num_predictions = sequence_length
+    inputs = model.input
+    if not isinstance(inputs, dict):
+        raise ValueError(
+            f"Argument `model` ({type(model).__name__}) takes "
+            f"{type(inputs).__name__} inputs; export_model builds "
+            "signatures for the keras-synth tasks' input dicts only."
+        )
+    return {
+        name: keras.InputSpec(
+            shape=(batch_size,
+                   num_predictions if name == "mask_positions"
+                   else sequence_length),
+            dtype=tensor.dtype, name=name)
+        for name, tensor in inputs.items()
+    }
+
+
+def summarize(error):
+    """One line for the deepest exception of `error`'s chain: its type and
+    the first line of its message that says something."""
+    while error.__cause__ is not None or (
+            error.__context__ is not None and not error.__suppress_context__):
+        error = error.__cause__ or error.__context__
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(error))
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    lines = [line for line in lines
+             if not line.startswith("Exception encountered when calling")]
+    first = lines[0] if lines else ""
+    if len(first) > 300:
+        first = first[:300] + " ..."
+    return f"{type(error).__name__}: {first}"
+
+
+def export_model(model, path, format, input_signature=None, batch_size=1,
+                 sequence_length=None, num_predictions=None, verbose=False,
+                 **kwargs):
+    """Exports a keras-synth task (token ids in) to ONNX or LiteRT.
+
+    `model.export(path, format=format, input_signature=...)` with
+    fixed-shape inputs (`input_specs`), under `torch.no_grad()` on the
+    PyTorch backend. The task runs without its preprocessor: a text
+    classifier's export takes `token_ids`, `segment_ids` and `padding_mask`
+    and returns the logits (probabilities when built with
+    `activation="softmax"`), a causal LM's `token_ids` and `padding_mask`,
+    a masked LM's also `mask_positions`; a `CachedDecodingStep` exports
+    one cached decoding step.
+
+    Example (needs `pip install "keras-synth[export]"`):
+
+    ```python
+    backbone = keras_synth.models.SynthesizerBackbone(
+        vocabulary_size=50, num_layers=1, num_heads=2, hidden_dim=16,
+        intermediate_dim=32, max_sequence_length=8, synthesizer="dense")
+    classifier = keras_synth.models.SynthesizerTextClassifier(
+        backbone, num_classes=2, preprocessor=None)
+    keras_synth.models.export_model(classifier, "classifier.onnx", "onnx")
+    session = onnxruntime.InferenceSession("classifier.onnx")
+    x = {"token_ids": np.full((1, 8), 7, "int32"),
+         "segment_ids": np.zeros((1, 8), "int32"),
+         "padding_mask": np.ones((1, 8), "int32")}
+    session.run(None, x)[0].shape  # (1, 2), the logits
+    ```
+
+    Args:
+        model: a `SynthesizerTextClassifier`, `SynthesizerMaskedLM`,
+            `SynthesizerCausalLM` or `CachedDecodingStep`.
+        path: the file; ends with `.onnx` for ONNX, `.tflite` for LiteRT.
+        format: `"onnx"` or `"litert"`.
+        input_signature: Keras's `input_signature`; defaults to
+            `[input_specs(model, batch_size, sequence_length,
+            num_predictions)]`.
+        batch_size, sequence_length, num_predictions: the fixed shapes of
+            the default signature (see `input_specs`).
+        verbose: passed to `Model.export`.
+        **kwargs: passed to `Model.export` (converter options).
+
+    Returns:
+        `path`.
+
+    Raises:
+        ValueError: a format or path that is not one of the above.
+        ImportError: the converter's package is not installed.
+        ExportError: the backend cannot export to `format`, or the
+            converter failed; the message names the task, the variant,
+            the format, the backend and the cause.
+    """
+    backend = keras.backend.backend()
+    if format not in FORMATS:
+        raise ValueError(
+            f"Argument `format` must be one of {FORMATS}; got {format!r}.")
+    path = str(path)
+    if not path.endswith(SUFFIXES[format]):
+        raise ValueError(
+            f"Argument `path` must end with {SUFFIXES[format]!r} for "
+            f"format={format!r}; got {path!r}.")
+    variant = variant_of(model)
+    what = (f"{type(model).__name__} (synthesizer={variant!r}) to "
+            f"format={format!r} on the {backend} backend")
+    converter = CONVERTERS.get((format, backend))
+    if converter is None:
+        supported = sorted(b for f, b in CONVERTERS if f == format)
+        raise ExportError(
+            f"Cannot export {what}: Keras's {format} export supports the "
+            f"{' and '.join(supported)} backends only.")
+    if importlib.util.find_spec(converter) is None:
+        extra = ("" if converter == "litert_torch"
+                 else " (or `pip install \"keras-synth[export]\"`)")
+        raise ImportError(
+            f"Exporting {what} needs the `{converter}` module: "
+            f"`pip install {PACKAGES[converter]}`{extra}.")
+    if input_signature is None:
+        input_signature = [input_specs(model, batch_size, sequence_length,
+                                       num_predictions)]
+    try:
+        with warnings.catch_warnings():
+            # The converters' own deprecation notices (tf2onnx's np.object,
+            # PyTorch's TorchScript fallback) and jax2onnx's float64
+            # constants that JAX truncates: noise to the user, and errors
+            # where warnings are.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            warnings.simplefilter("ignore", FutureWarning)
+            warnings.filterwarnings(
+                "ignore", message="Explicitly requested dtype float64")
+            if backend == "torch":
+                import torch
+
+                with torch.no_grad():
+                    model.export(path, format=format, verbose=verbose,
+                                 input_signature=input_signature, **kwargs)
+            else:
+                model.export(path, format=format, verbose=verbose,
+                             input_signature=input_signature, **kwargs)
+    except Exception as error:  # a converter's failure, summarized
+        raise ExportError(
+            f"Cannot export {what}: {summarize(error)}", error) from None
+    if format == "onnx":
+        unknown = unconverted_onnx_ops(path)
+        if unknown:
+            os.remove(path)
+            raise ExportError(
+                f"Cannot export {what}: the converter left op(s) "
+                f"{', '.join(unknown)} with no ONNX equivalent (ONNX "
+                "Runtime refuses the file); removed it.")
+    return path
+
+
+def unconverted_onnx_ops(path):
+    """The op types of an ONNX file that no ONNX schema defines (ops a
+    converter passed through unconverted, e.g. tf2onnx's
+    `XlaDynamicUpdateSlice`), sorted."""
+    import onnx
+
+    proto = onnx.load(path, load_external_data=False)
+    graph = proto.graph
+    local = {function.name for function in proto.functions}
+    return sorted({
+        node.op_type for node in graph.node
+        if node.op_type not in local and node.domain in ("", "ai.onnx")
+        and not onnx.defs.has(node.op_type)
+    })
+
+
+@keras.saving.register_keras_serializable(package="keras_synth")
+class CachedDecodingStep(keras.Model):
+    """One cached decoding step of a `SynthesizerCausalLM`, fixed shapes.
+
+    What an on-device generator runs once per token: the logits of the
+    token at `cache_update_index` and the caches with its keys/values
+    written in, from `causal_lm.call_with_cache`. Its inputs are a dict:
+    `token_ids`, `(batch_size, 1)` int32; `cache_update_index`, `(1,)`
+    int32; `cache_0 ... cache_{n-1}`, one self-attention cache per block,
+    `(batch_size, 1 or 2, max_length, num_heads, head_dim)` float32
+    (values only for a pure synthesizer, keys and values with a
+    dot-product part; `initial_cache()` gives empty ones). Its outputs
+    are `logits`, `(batch_size, 1, vocabulary_size)`, and the updated
+    caches `new_cache_0 ...` (output names differ from input names: tf2onnx
+    drops an input whose name an output reuses). The generator feeds the caches back, one token at a
+    time, from index 0 (or after a prompt pass) up to `max_length - 1`.
+
+    Example:
+
+    >>> import numpy as np, keras_synth
+    >>> backbone = keras_synth.models.SynthesizerCausalLMBackbone(
+    ...     vocabulary_size=20, num_layers=1, num_heads=2, hidden_dim=8,
+    ...     intermediate_dim=16, max_sequence_length=8, synthesizer="random")
+    >>> lm = keras_synth.models.SynthesizerCausalLM(backbone)
+    >>> step = keras_synth.models.CachedDecodingStep(lm)
+    >>> inputs = step.initial_inputs()
+    >>> sorted(inputs)
+    ['cache_0', 'cache_update_index', 'token_ids']
+    >>> outputs = step(inputs)
+    >>> tuple(outputs["logits"].shape), tuple(outputs["new_cache_0"].shape)
+    ((1, 1, 20), (1, 1, 8, 2, 4))
+
+    Args:
+        causal_lm: a `SynthesizerCausalLM`.
+        batch_size: the fixed batch size. Defaults to 1.
+        max_length: the caches' length. Defaults to the backbone's
+            `max_sequence_length`.
+    """
+
+    def __init__(self, causal_lm, batch_size=1, max_length=None, **kwargs):
+        super().__init__(**kwargs)
+        if not hasattr(causal_lm, "call_with_cache"):
+            raise ValueError(
+                "Argument `causal_lm` must be a SynthesizerCausalLM (a task "
+                f"with `call_with_cache`); got {type(causal_lm).__name__}.")
+        backbone = causal_lm.backbone
+        if max_length is None:
+            max_length = backbone.max_sequence_length
+        if not 1 <= max_length <= backbone.max_sequence_length:
+            raise ValueError(
+                f"Argument `max_length`={max_length} must be in [1, "
+                f"{backbone.max_sequence_length}] (the backbone's "
+                "max_sequence_length).")
+        self.causal_lm = causal_lm
+        self.backbone = backbone
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self(self.initial_inputs())  # built: exportable straight away
+
+    def initial_inputs(self):
+        """Inputs of the first step: token 0, index 0, empty caches."""
+        caches = utils.initial_self_attention_caches(
+            self.backbone.transformer_layers, self.batch_size,
+            self.max_length, "float32")
+        inputs = {
+            "token_ids": ops.zeros((self.batch_size, 1), "int32"),
+            "cache_update_index": ops.zeros((1,), "int32"),
+        }
+        for i, cache in enumerate(caches):
+            inputs[f"cache_{i}"] = cache
+        return inputs
+
+    def input_specs(self):
+        """The fixed-shape `keras.InputSpec`s of `initial_inputs()`."""
+        return {
+            name: keras.InputSpec(shape=tuple(value.shape),
+                                  dtype=keras.backend.standardize_dtype(
+                                      value.dtype), name=name)
+            for name, value in self.initial_inputs().items()
+        }
+
+    def call(self, inputs):
+        num_blocks = len(self.backbone.transformer_layers)
+        cache = tuple(inputs[f"cache_{i}"] for i in range(num_blocks))
+        index = ops.reshape(inputs["cache_update_index"], ())
+        logits, _, cache = self.causal_lm.call_with_cache(
+            inputs["token_ids"], cache, index)
+        outputs = {"logits": logits}
+        for i, block_cache in enumerate(cache):
+            outputs[f"new_cache_{i}"] = block_cache
+        return outputs
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "causal_lm": keras.saving.serialize_keras_object(self.causal_lm),
+            "batch_size": self.batch_size,
+            "max_length": self.max_length,
+        })
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["causal_lm"] = keras.saving.deserialize_keras_object(
+            config["causal_lm"])
+        return cls(**config)

@@ -1,0 +1,137 @@
+"""ONNX and LiteRT exports of every task and variant (`export_model`),
+reloaded in onnxruntime / the LiteRT interpreter and compared with Keras;
+where a pair cannot export, the one-line error that names it (the
+measured matrix: docs/export.md)."""
+
+import importlib.util
+import re
+
+import keras
+import numpy as np
+import pytest
+
+from keras_synth.models import CachedDecodingStep
+from keras_synth.models import ExportError
+from keras_synth.models import export_model
+from keras_synth.models.export_formats import CONVERTERS
+from keras_synth.models.export_formats import PACKAGES
+from keras_synth.models.export_formats import SUFFIXES
+from keras_synth.models.export_formats import summarize
+from tests.models import export_utils as eu
+
+# The measured failures (docs/export.md): (format, backend, task) ->
+# {variant: cause}, the cause a substring of the message; "*" stands for
+# every variant.
+ALL = "*"
+RANDOM_ONLY = ("random", "fixed_random", "factorized_random")
+JAX_ARANGE = "jax.numpy.arange"  # jax2onnx: an arange bound traced as None
+TORCH_CONSTANT = "requires grad as a constant"
+FAILURES = {}
+for task in eu.TASKS:
+    FAILURES[("litert", "jax", task)] = {
+        ALL: "supports the tensorflow and torch backends only"}
+for task in ("causal_lm", "decoding_step"):
+    FAILURES[("onnx", "jax", task)] = {ALL: JAX_ARANGE}
+for task in ("classifier", "masked_lm"):
+    FAILURES[("onnx", "jax", task)] = {"factorized_dense": JAX_ARANGE}
+for task in ("classifier", "masked_lm", "causal_lm"):
+    FAILURES[("onnx", "torch", task)] = dict.fromkeys(
+        RANDOM_ONLY, TORCH_CONSTANT)
+# tf2onnx has no ONNX op for TensorFlow's Erfc (exact GELU of the causal
+# blocks) nor XlaDynamicUpdateSlice (the cache write).
+FAILURES[("onnx", "tensorflow", "causal_lm")] = {ALL: "Erfc"}
+FAILURES[("onnx", "tensorflow", "decoding_step")] = {
+    ALL: "XlaDynamicUpdateSlice"}
+# The TorchScript fallback traces shapes as tensors; the attention layer's
+# batch-size check then compares a tensor with an int and fails.
+FAILURES[("onnx", "torch", "decoding_step")] = {
+    ALL: "The batch dimensions of `query`, `value` and `key` must be equal"}
+
+
+def expected_failure(format, backend, task, variant):
+    causes = FAILURES.get((format, backend, task), {})
+    return causes.get(variant, causes.get("*"))
+
+
+@pytest.mark.parametrize("variant", eu.VARIANTS)
+@pytest.mark.parametrize("task", eu.TASKS)
+@pytest.mark.parametrize("format", eu.FORMATS)
+def test_export_matches_keras(format, task, variant, tmp_path):
+    backend = keras.backend.backend()
+    cause = expected_failure(format, backend, task, variant)
+    converter = CONVERTERS.get((format, backend))
+    if cause is None and importlib.util.find_spec(converter) is None:
+        pytest.skip(f"{format} export on {backend} needs "
+                    f"`pip install {PACKAGES[converter]}`")
+    model, x = eu.make_task(task, variant)
+    path = str(tmp_path / f"model{SUFFIXES[format]}")
+    if cause is not None:
+        with pytest.raises(ExportError) as error:
+            export_model(model, path, format, batch_size=eu.BATCH,
+                         num_predictions=eu.PREDICTIONS)
+        message = str(error.value)
+        assert "\n" not in message
+        for part in (f"synthesizer={variant!r}", f"format={format!r}",
+                     backend, cause):
+            assert part in message, (part, message)
+        return
+    missing = eu.runtime_missing(format)
+    if missing:
+        pytest.skip(f"reloading {format} needs the `{missing}` package")
+    expected = eu.keras_outputs(model, x)
+    export_model(model, path, format, batch_size=eu.BATCH,
+                 num_predictions=eu.PREDICTIONS)
+    got = (eu.run_onnx if format == "onnx" else eu.run_litert)(path, x)
+    pairs = eu.match_outputs(expected, got)
+    assert len(pairs) == len(expected)
+    for want, have in pairs:
+        assert have.shape == want.shape
+        np.testing.assert_allclose(have, want, rtol=1e-4, atol=1e-5)
+    if task == "classifier":  # probabilities out
+        np.testing.assert_allclose(pairs[0][1].sum(-1), 1.0, atol=1e-5)
+
+
+def test_decoding_step_matches_call_with_cache():
+    model, x = eu.make_task("decoding_step", "random+vanilla")
+    out = model(x)
+    caches = tuple(x[f"cache_{i}"] for i in range(2))
+    logits, _, new = model.causal_lm.call_with_cache(
+        x["token_ids"], caches, 3)
+    np.testing.assert_allclose(eu.to_numpy(out["logits"]),
+                               eu.to_numpy(logits), atol=1e-6)
+    for i in range(2):
+        got = eu.to_numpy(out[f"new_cache_{i}"])
+        np.testing.assert_allclose(got, eu.to_numpy(new[i]), atol=1e-6)
+        # Position 3 written, the others passed through.
+        assert not np.allclose(got[:, :, 3], x[f"cache_{i}"][:, :, 3])
+        np.testing.assert_array_equal(
+            np.delete(got, 3, axis=2), np.delete(x[f"cache_{i}"], 3, axis=2))
+
+
+def test_decoding_step_rejects_bad_arguments():
+    lm = eu.causal_lm("random")
+    with pytest.raises(ValueError, match=r"`max_length`=9 must be in \[1, 8\]"):
+        CachedDecodingStep(lm, max_length=9)
+    classifier, _ = eu.make_task("classifier", "random")
+    with pytest.raises(ValueError, match="SynthesizerCausalLM"):
+        CachedDecodingStep(classifier)
+
+
+def test_export_rejects_bad_format_and_path(tmp_path):
+    model, _ = eu.make_task("classifier", "dense")
+    with pytest.raises(ValueError, match=r"`format` must be one of .*'tflite'"):
+        export_model(model, str(tmp_path / "m.tflite"), "tflite")
+    with pytest.raises(ValueError, match=r"`path` must end with '\.onnx'"):
+        export_model(model, str(tmp_path / "m.tflite"), "onnx")
+
+
+def test_summarize_is_one_line_of_the_root_cause():
+    try:
+        try:
+            raise ValueError("\x1b[1mop Foo is not supported\x1b[0m\nline two")
+        except ValueError as inner:
+            raise RuntimeError("Exception encountered when calling X") from inner
+    except RuntimeError as error:
+        text = summarize(error)
+    assert text == "ValueError: op Foo is not supported"
+    assert not re.search(r"\x1b|\n", text)
