@@ -36,3 +36,8 @@ class LoraTargetsMixin:
                  ("synthesizer", "cross_attention_synthesizer")
                  if getattr(self, name, None) is not None]
         return lora_layer_names(specs)
+
+    def get_lora_target_names(self):
+        """`default_lora_layer_names`, under the name keras-hub releases
+        before 0.21 read it by (their `enable_lora` calls this one)."""
+        return self.default_lora_layer_names()

@@ -3,11 +3,42 @@ layer that has nothing to quantize, and, for tasks, straight after
 `from_preset` and reloadable."""
 
 import contextlib
+import inspect
 import warnings
 
 # What `keras.Model.quantize` warns for each layer without a `quantize`
 # (layer norms, dropout, inputs, pooling: nothing to quantize).
 NOTHING_TO_QUANTIZE = r"Layer \w+ does not have a `quantize` method"
+
+
+def keras_hub_can_quantize():
+    """Whether keras-hub's `ReversibleEmbedding.quantize` takes the
+    arguments this Keras passes (keras-hub before 0.23 lacks `config`)."""
+    import keras
+
+    from keras_synth._hub import keras_hub
+
+    wanted = inspect.signature(keras.layers.Embedding.quantize).parameters
+    given = inspect.signature(
+        keras_hub.layers.ReversibleEmbedding.quantize).parameters
+    return "config" not in wanted or "config" in given
+
+
+def check_keras_hub_quantize():
+    """A clear error, before any layer is touched, where keras-hub's token
+    embedding cannot be quantized under this Keras."""
+    if keras_hub_can_quantize():
+        return
+    import keras
+
+    from keras_synth._hub import keras_hub
+
+    raise RuntimeError(
+        f"`quantize` needs keras-hub>=0.23 with Keras {keras.__version__}: "
+        f"keras-hub {keras_hub.__version__}'s ReversibleEmbedding.quantize "
+        "does not take the `config` argument Keras passes. Upgrade "
+        "keras-hub (`pip install -U keras-hub`)."
+    )
 
 
 class QuietQuantizeMixin:
@@ -16,6 +47,7 @@ class QuietQuantizeMixin:
     does not support, are kept). Mixed in before the keras-hub class."""
 
     def quantize(self, mode=None, **kwargs):
+        check_keras_hub_quantize()
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", NOTHING_TO_QUANTIZE,
                                     UserWarning)
