@@ -55,7 +55,7 @@ def configure_matmul_precision(precision):
         import jax
 
         jax.config.update("jax_default_matmul_precision",
-                          "tensorfloat32" if tf32 else "float32")
+                          "tensorfloat32" if tf32 else "highest")
     elif backend == "torch":
         import torch
 

@@ -47,15 +47,21 @@ def test_steps_per_execution_flag_defaults_per_device_and_divides_epochs():
             flags.steps_per_execution(bad, "tpu", 10)
 
 
-def test_static_shapes_with_jit_compile_or_tpu():
+def test_static_shapes_with_jit_compile_or_tpu(monkeypatch):
     def args(**values):
         return argparse.Namespace(**{"jit_compile": False,
                                      "strategy": "one_device", **values})
 
-    assert not flags.static_shapes(args())
-    assert not flags.static_shapes(args(strategy="mirrored"))
-    assert flags.static_shapes(args(jit_compile=True))
-    assert flags.static_shapes(args(strategy="tpu"))
+    for backend in ("tensorflow", "torch"):
+        monkeypatch.setenv("KERAS_BACKEND", backend)
+        assert not flags.static_shapes(args())
+        assert not flags.static_shapes(args(strategy="mirrored"))
+        assert flags.static_shapes(args(jit_compile=True))
+        assert flags.static_shapes(args(strategy="tpu"))
+    # JAX's `fit` compiles its step whatever `--jit_compile` says.
+    monkeypatch.setenv("KERAS_BACKEND", "jax")
+    assert flags.static_shapes(args())
+    assert flags.static_shapes(args(strategy="mirrored"))
 
 
 def test_hidden_dim_must_be_a_multiple_of_num_heads():
