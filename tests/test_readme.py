@@ -163,7 +163,8 @@ def test_the_readme_is_the_front_door():
     usage = readme.split("\n## Usage\n", 1)[1]
     assert re.search(r"```python\n(.*?)```", usage, re.S)
     assert ("for b in tensorflow jax torch; do KERAS_BACKEND=$b python -m "
-            "pytest -q tests || exit 1; done") in readme
+            "pytest -q -n auto --maxprocesses=4 tests || exit 1; done"
+            ) in readme
 
 
 def check_names_exist(block):
