@@ -270,10 +270,18 @@ def steps_per_execution(value, strategy, steps_per_epoch):
 
 def static_shapes(args):
     """Whether the batches get static shapes (padded to the full length):
-    with `--jit_compile` (XLA compiles one program per shape), on a TPU
-    and on the JAX backend (whose `fit` always compiles its step)."""
-    return bool(args.jit_compile or args.strategy == "tpu"
-                or os.environ.get("KERAS_BACKEND") == "jax")
+    with `--jit_compile` (XLA compiles one program per shape) and on a
+    TPU."""
+    return bool(args.jit_compile or args.strategy == "tpu")
+
+
+def bucketed_shapes(args):
+    """Whether batches cut to their longest sequence are padded up to the
+    next of a few lengths (`recipes.core.lengths.bucket_lengths`): on the
+    JAX backend, whose `fit` compiles its step for every new shape (not
+    with static shapes, `static_shapes`)."""
+    return (not static_shapes(args)
+            and os.environ.get("KERAS_BACKEND") == "jax")
 
 
 def check_ema_momentum(value):

@@ -9,6 +9,7 @@ from keras_synth.models import SynthesizerBackbone
 from keras_synth.models import SynthesizerTextClassifier
 from keras_synth.models import SynthesizerTextClassifierPreprocessor
 from keras_synth.models import SynthesizerTokenizer
+from recipes.core import lengths
 from recipes.core import training
 
 
@@ -35,10 +36,14 @@ def tokens(preprocessor, token_ids):
     return [preprocessor.tokenizer.id_to_token(int(i)) for i in token_ids]
 
 
-def trim_batch(inputs):
+def trim_batch(inputs, bucket_up_to=None):
     """Cuts a packed batch to its longest sequence (drops all-padding
-    columns), so short sentences don't pay for `max_length`."""
+    columns), so short sentences don't pay for `max_length`; with
+    `bucket_up_to=max_length`, to the next of
+    `lengths.bucket_lengths(max_length)` (a few shapes, for JAX)."""
     length = tf.reduce_max(tf.reduce_sum(inputs["padding_mask"], axis=1))
+    if bucket_up_to:
+        length = lengths.bucketed_length(length, bucket_up_to)
     return {key: value[:, :length] for key, value in inputs.items()}
 
 
@@ -59,11 +64,13 @@ def drop_tokens(inputs, rate, seed, special_ids):
 
 def make_dataset(split, preprocessor, batch_size, task, shuffle=False,
                  seed=0, labeled=True, drop_remainder=False, trim=False,
-                 epochs=None, initial_epoch=0, token_dropout=0.0):
+                 epochs=None, initial_epoch=0, token_dropout=0.0,
+                 bucketed=False):
     """A batched `tf.data.Dataset` of `(inputs, labels)` (or `inputs`).
 
     With `trim=True` each batch is cut to its longest sequence (dynamic
-    shapes; not for XLA or TPUs); else batches are `(batch_size,
+    shapes; not for XLA or TPUs), with `bucketed` too to the next of a few
+    lengths (`trim_batch`); else batches are `(batch_size,
     sequence_length)`, the batch size static too with `drop_remainder`.
     With `shuffle` and `epochs`, the batches of epochs `initial_epoch ..
     epochs - 1` in one stream, each epoch's order fixed by `(seed, epoch)`
@@ -81,7 +88,8 @@ def make_dataset(split, preprocessor, batch_size, task, shuffle=False,
     def prepare(texts, index=None):
         inputs = pack(preprocessor, texts)
         if trim:
-            inputs = trim_batch(inputs)
+            inputs = trim_batch(
+                inputs, preprocessor.sequence_length if bucketed else None)
         elif drop_remainder:  # static shapes: (batch_size, sequence_length)
             inputs = {name: tf.ensure_shape(
                 value, [batch_size] + value.shape.as_list()[1:])

@@ -215,17 +215,20 @@ def run(args, log=print):
     preprocessor = model_lib.make_preprocessor(vocab, args.max_length,
                                                args.lowercase)
     # Static shapes (every batch padded to --max_length) where the step is
-    # compiled for one shape: XLA (--jit_compile) and TPUs.
+    # compiled for one shape: XLA (--jit_compile) and TPUs; on JAX (one
+    # compilation per shape) batches padded up to a few lengths.
     trim = not (args.pad_to_max_length or flags.static_shapes(args))
+    bucketed = trim and flags.bucketed_shapes(args)
     train_ds = model_lib.make_dataset(
         train, preprocessor, args.batch_size, task, shuffle=True,
         seed=args.seed, drop_remainder=True, trim=trim,
         epochs=args.epochs, initial_epoch=initial_epoch,
-        token_dropout=args.token_dropout,
+        token_dropout=args.token_dropout, bucketed=bucketed,
     )
     eval_data = {
         split: (model_lib.make_dataset(data, preprocessor, args.batch_size,
-                                       task, labeled=False, trim=trim),
+                                       task, labeled=False, trim=trim,
+                                       bucketed=bucketed),
                 data.labels)
         for split, data in evals.items()
     }
@@ -283,7 +286,7 @@ def run(args, log=print):
         for split, data in tests.items():  # on every worker (see export)
             dataset = model_lib.make_dataset(
                 data, preprocessor, args.batch_size, task, labeled=False,
-                trim=trim)
+                trim=trim, bucketed=bucketed)
             test_predictions[split] = (
                 data, model_lib.predictions_from_outputs(
                     task, model.predict(dataset, verbose=0)))

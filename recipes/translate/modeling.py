@@ -19,6 +19,7 @@ from keras_synth.models import SynthesizerSeq2SeqLM
 from keras_synth.models import SynthesizerSeq2SeqLMPreprocessor
 from keras_synth.models import SynthesizerTokenizer
 from keras_synth.samplers import LengthPenaltyBeamSampler
+from recipes.core import lengths
 from recipes.core import training
 
 FEATURES = ("encoder_token_ids", "encoder_padding_mask", "decoder_token_ids",
@@ -103,12 +104,13 @@ def encode_corpus(preprocessor, parallel):
 
 def make_dataset(encoded, batch_size, shuffle=False, seed=0,
                  drop_remainder=False, static_shapes=False, epochs=None,
-                 initial_epoch=0):
+                 initial_epoch=0, bucketed=False):
     """`(features, labels, weights)` batches for `Model.fit/evaluate`.
 
     Batches are cut to their longest source and target unless
     `static_shapes` (XLA, TPU), which keeps every batch `(batch,
-    max_length)`. With `shuffle` and `epochs`: the batches of epochs
+    max_length)`; with `bucketed` (JAX) the cut lengths are padded up to
+    the next of `lengths.bucket_lengths(max_length)` (a few shapes). With `shuffle` and `epochs`: the batches of epochs
     `initial_epoch .. epochs - 1` in one stream, each epoch's order fixed
     by `(seed, epoch)` (`training.shuffled_epochs`), so that a resumed run
     sees the batches an uninterrupted one sees.
@@ -133,6 +135,10 @@ def make_dataset(encoded, batch_size, shuffle=False, seed=0,
         # The scored positions: the decoder's last input, [SEP], has no
         # label and is cut where it is the longest.
         tgt = tf.reduce_max(tf.reduce_sum(tf.cast(weights, tf.int32), 1))
+        if bucketed:
+            src = lengths.bucketed_length(
+                src, encoded["encoder_padding_mask"].shape[1])
+            tgt = lengths.bucketed_length(tgt, encoded["labels"].shape[1])
         x = {key: value[:, : src if key.startswith("encoder") else tgt]
              for key, value in x.items()}
         return x, labels[:, :tgt], weights[:, :tgt]

@@ -314,16 +314,18 @@ def run(args, log=print):
             f"Argument `--batch_size`={args.batch_size} exceeds the "
             f"{encoded['kept']} usable training pairs.")
     static = flags.static_shapes(args)
+    bucketed = flags.bucketed_shapes(args)
     train_ds = modeling.make_dataset(
         encoded, args.batch_size, shuffle=True, seed=args.seed,
         drop_remainder=True, static_shapes=static, epochs=args.epochs,
-        initial_epoch=initial_epoch)
+        initial_epoch=initial_epoch, bucketed=bucketed)
     valid_ds = None
     if "valid" in corpus:
         valid_encoded = modeling.encode_corpus(preprocessor, corpus["valid"])
         if valid_encoded["kept"]:
             valid_ds = modeling.make_dataset(
-                valid_encoded, args.batch_size, static_shapes=static)
+                valid_encoded, args.batch_size, static_shapes=static,
+                bucketed=bucketed)
     steps_per_epoch = encoded["kept"] // args.batch_size
     steps_per_execution = flags.steps_per_execution(
         args.steps_per_execution, args.strategy, steps_per_epoch)

@@ -1,4 +1,5 @@
-"""The GLUE recipe end to end (TensorFlow backend only)."""
+"""The GLUE recipe in process, on the TensorFlow backend (on JAX and
+PyTorch: tests/recipes/test_recipes_on_backends.py)."""
 
 import os
 import time
@@ -93,6 +94,26 @@ def test_build_model(synthesizer, task_name):
     np.testing.assert_allclose(scores[0].sum(-1)[:, :, 0], 1.0, rtol=1e-5)
     assert np.all(scores[0][~mask[:, None, None, :].repeat(12, 2).repeat(
         2, 1)] == 0)
+
+
+@pytest.mark.parametrize("synthesizer", ["dense", "random+vanilla"])
+def test_bucketed_batches_give_the_outputs_of_full_ones(synthesizer):
+    # JAX's batches: cut to the next of 16, 32, 40 (recipes.core.lengths)
+    # above the longest sequence; the padding changes no output.
+    model, _ = model_lib.build_model(
+        vocab_size=len(VOCAB), num_classes=2, num_segments=1,
+        sequence_length=40, synthesizer=synthesizer, hidden_dim=8,
+        num_layers=2, num_heads=2)
+    pre = model_lib.make_preprocessor(VOCAB, 40)
+    for text, width in [("the cat sat", 16), (" ".join(["the cat"] * 10),
+                                              32),
+                        (" ".join(["the cat"] * 18), 40)]:
+        inputs = model_lib.pack(pre, (tf.constant([text, "a dog"]),))
+        bucketed = model_lib.trim_batch(inputs, bucket_up_to=40)
+        assert tuple(bucketed["token_ids"].shape) == (2, width)
+        np.testing.assert_allclose(
+            keras.ops.convert_to_numpy(model(bucketed)),
+            keras.ops.convert_to_numpy(model(inputs)), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("task_name", ["sst2", "stsb"])

@@ -199,3 +199,43 @@ def test_model_parallel_layouts_and_training_equal_one_device():
         "model", None]
     assert layouts["embedding/token_embedding/embeddings"] == [None, "model"]
     assert prefix + "mixture_logits" not in layouts  # replicated
+
+
+class _Captured(Exception):
+    pass
+
+
+def test_glue_batch_lengths_on_this_backend(tmp_path, monkeypatch):
+    """TensorFlow and PyTorch: each batch cut to its longest sequence. JAX
+    (one compiled step per shape): padded up to the next of 16, 32, ...,
+    `--max_length` (`recipes.core.lengths`), never cut."""
+    from recipes.core import experiment
+    from recipes.core import lengths
+    from recipes.glue import train as train_lib
+
+    def capture(args, run_dir, strategy, build, train_data, *rest, **kw):
+        raise _Captured(train_data)
+
+    monkeypatch.setenv("KERAS_BACKEND", BACKEND)
+    monkeypatch.setattr(experiment, "train_and_evaluate", capture)
+    argv = [a for a in GLUE if not a.startswith("--max_length")]
+    args = train_lib.build_parser().parse_args(
+        argv + ["--max_length=40", f"--model_dir={tmp_path / 'run'}"])
+    with pytest.raises(_Captured) as captured:
+        train_lib.run(args, log=lambda *_: None)
+    dataset = captured.value.args[0]
+    widths = []
+    for inputs, labels in dataset.take(12):
+        mask = inputs["padding_mask"].numpy()
+        longest = int(mask.sum(axis=1).max())
+        width = mask.shape[1]
+        assert inputs["token_ids"].shape == mask.shape
+        if BACKEND == "jax":
+            expected = min(b for b in lengths.bucket_lengths(40)
+                           if b >= longest)
+        else:
+            expected = longest
+        assert width == expected, (BACKEND, width, longest)
+        widths.append(width)
+    if BACKEND != "jax":  # lengths between the buckets occur
+        assert set(widths) - set(lengths.bucket_lengths(40)), widths

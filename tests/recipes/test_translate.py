@@ -10,6 +10,7 @@ import os
 import zipfile
 
 import keras
+import numpy as np
 import pytest
 
 if keras.backend.backend() != "tensorflow":
@@ -87,6 +88,36 @@ def test_encode_corpus_drops_long_pairs_and_counts_them():
     static = next(iter(modeling.make_dataset(encoded, 2,
                                              static_shapes=True)))
     assert static[0]["decoder_token_ids"].shape == (2, 4)
+
+
+def test_bucketed_batches_pad_source_and_target_up_to_the_next_bucket():
+    # JAX (recipes.core.lengths): cut lengths padded up to 16, 32, 40.
+    pre = modeling.make_preprocessor(VOCAB, VOCAB, max_length=40)
+    pairs = data_lib.Parallel(["ein hund " * 9, "ein"],
+                              ["a dog", "a dog runs ."])
+    encoded = modeling.encode_corpus(pre, pairs)
+    assert encoded["kept"] == 2
+    cut = next(iter(modeling.make_dataset(encoded, 2)))
+    bucketed = next(iter(modeling.make_dataset(encoded, 2, bucketed=True)))
+    # Source: 18 tokens + [CLS] [SEP] -> 32; target: 5 scored -> 16.
+    assert cut[0]["encoder_token_ids"].shape == (2, 20)
+    assert cut[0]["decoder_token_ids"].shape == (2, 5)
+    for key, width in [("encoder_token_ids", 32), ("encoder_padding_mask", 32),
+                       ("decoder_token_ids", 16),
+                       ("decoder_padding_mask", 16)]:
+        assert bucketed[0][key].shape == (2, width), key
+        np.testing.assert_array_equal(
+            bucketed[0][key].numpy()[:, :cut[0][key].shape[1]],
+            cut[0][key].numpy())
+        if key.startswith("encoder"):  # padding only
+            assert not bucketed[0][key].numpy()[:, 20:].any()
+    # The decoder's extra columns (the longest target's [SEP], padding)
+    # are never scored: labels and weights are the cut ones, padded.
+    assert bucketed[1].shape == bucketed[2].shape == (2, 16)
+    for part in (1, 2):
+        np.testing.assert_array_equal(bucketed[part].numpy()[:, :5],
+                                      cut[part].numpy())
+        assert not bucketed[part].numpy()[:, 5:].any()
 
 
 def test_compile_lm_uses_the_package_schedule():

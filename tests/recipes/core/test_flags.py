@@ -58,10 +58,14 @@ def test_static_shapes_with_jit_compile_or_tpu(monkeypatch):
         assert not flags.static_shapes(args(strategy="mirrored"))
         assert flags.static_shapes(args(jit_compile=True))
         assert flags.static_shapes(args(strategy="tpu"))
-    # JAX's `fit` compiles its step whatever `--jit_compile` says.
+        assert not flags.bucketed_shapes(args())
+    # JAX's `fit` compiles its step for every shape: batches padded up to a
+    # few lengths (recipes.core.lengths), full length with XLA or a TPU.
     monkeypatch.setenv("KERAS_BACKEND", "jax")
-    assert flags.static_shapes(args())
-    assert flags.static_shapes(args(strategy="mirrored"))
+    assert not flags.static_shapes(args())
+    assert flags.bucketed_shapes(args())
+    assert flags.static_shapes(args(jit_compile=True))
+    assert not flags.bucketed_shapes(args(jit_compile=True))
 
 
 def test_hidden_dim_must_be_a_multiple_of_num_heads():
