@@ -256,7 +256,7 @@ def run(args, log=print):
         model_lib.compile_model(
             model, task, args.learning_rate, steps_per_epoch * args.epochs,
             warmup_fraction=args.warmup_fraction,
-            weight_decay=args.weight_decay, jit_compile=args.jit_compile,
+            weight_decay=args.weight_decay, jit_compile=flags.keras_jit_compile(args),
             ema_momentum=args.ema_momentum,
             steps_per_execution=steps_per_execution,
         )

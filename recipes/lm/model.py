@@ -12,6 +12,7 @@ import tensorflow as tf
 from keras_synth.models import SynthesizerCausalLM
 from keras_synth.models import SynthesizerCausalLMBackbone
 from keras_synth.models import SynthesizerCausalLMPreprocessor
+from recipes.core import flags
 from recipes.core import training
 from recipes.lm.data import SAMPLERS
 
@@ -69,7 +70,7 @@ def compile_lm(lm, args, total_steps, steps_per_execution=1):
         # metric is the mean over the scored tokens (nats/token).
         weighted_metrics=[keras.metrics.SparseCategoricalCrossentropy(
             from_logits=True, name="token_loss")],
-        jit_compile=args.jit_compile,
+        jit_compile=flags.keras_jit_compile(args),
         steps_per_execution=steps_per_execution,
         sampler=make_sampler(args.sampler, args.temperature, args.seed))
 

@@ -20,6 +20,7 @@ from keras_synth.models import SynthesizerTextClassifierPreprocessor
 from keras_synth.models import export_text_classifier
 from keras_synth.models.tokenizers.byte_tokenizer import SynthesizerByteTokenizer
 from recipes import serving
+from recipes.core import flags
 from recipes.core import training
 from recipes.glue import export as glue_export
 from recipes.glue import model as glue_model
@@ -83,7 +84,7 @@ def compile_model(model, args, total_steps, steps_per_execution):
                                  ema_momentum=args.ema_momentum),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
-        jit_compile=args.jit_compile,
+        jit_compile=flags.keras_jit_compile(args),
         steps_per_execution=steps_per_execution)
     return model
 

@@ -29,6 +29,7 @@ from keras_synth.models import SynthesizerSeq2SeqLM
 from keras_synth.models import SynthesizerSpanCorruptionPreprocessor
 from keras_synth.models import SynthesizerTokenizer
 from keras_synth.models import span_corruption_text_length
+from recipes.core import flags
 from recipes.core import training
 from recipes.core import vocabulary
 from recipes.core.data_files import DataError
@@ -67,7 +68,7 @@ def compile_model(model, args, total_steps, steps_per_execution=1):
             keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
             keras.metrics.SparseCategoricalCrossentropy(
                 from_logits=True, name="token_loss")],
-        jit_compile=args.jit_compile,
+        jit_compile=flags.keras_jit_compile(args),
         steps_per_execution=steps_per_execution)
 
 

@@ -347,7 +347,7 @@ def run(args, log=print):
         modeling.compile_lm(
             model, args.learning_rate, warmup_steps,
             label_smoothing=args.label_smoothing,
-            weight_decay=args.weight_decay, jit_compile=args.jit_compile,
+            weight_decay=args.weight_decay, jit_compile=flags.keras_jit_compile(args),
             ema_momentum=args.ema_momentum, beam_size=args.beam_size,
             length_penalty=args.length_penalty,
             steps_per_execution=steps_per_execution)

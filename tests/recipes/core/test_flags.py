@@ -59,6 +59,8 @@ def test_static_shapes_with_jit_compile_or_tpu(monkeypatch):
         assert flags.static_shapes(args(jit_compile=True))
         assert flags.static_shapes(args(strategy="tpu"))
         assert not flags.bucketed_shapes(args())
+        assert not flags.keras_jit_compile(args())
+        assert flags.keras_jit_compile(args(jit_compile=True))
     # JAX's `fit` compiles its step for every shape: batches padded up to a
     # few lengths (recipes.core.lengths), full length with XLA or a TPU.
     monkeypatch.setenv("KERAS_BACKEND", "jax")
@@ -66,6 +68,8 @@ def test_static_shapes_with_jit_compile_or_tpu(monkeypatch):
     assert flags.bucketed_shapes(args())
     assert flags.static_shapes(args(jit_compile=True))
     assert not flags.bucketed_shapes(args(jit_compile=True))
+    # JAX's `fit` without jit runs each step eagerly, op by op.
+    assert flags.keras_jit_compile(args())
 
 
 def test_hidden_dim_must_be_a_multiple_of_num_heads():
