@@ -9,6 +9,12 @@
 - `cluster`: multi-worker clusters from `TF_CONFIG` (bounded in time), the
   chief process and what it prepares for the other workers
   (`chief_first`).
+- `processes`: several JAX processes (`keras.distribution.initialize`
+  from `--job_addresses`, `--num_processes`, `--process_id`), each
+  process's share of a batch, its local model for evaluation, the message
+  for a process that stopped.
+- `watchdog`: the process that bounds a recipe's wait for its cluster or
+  processes.
 - `precision`: the dtype policy and the float32 matmul precision.
 - `environment`: versions and devices, for `results.json`.
 - `files`: every file operation, on local paths (Python's `os`, `open`)

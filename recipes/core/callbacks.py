@@ -24,6 +24,7 @@ import csv
 import json
 
 from recipes.core import files
+from recipes.core import processes
 from recipes.core.atomic import atomic_write
 
 # The names Keras' BackupAndRestore reads in its backup folder.
@@ -66,8 +67,11 @@ def _make_backup_class():
 
             def write(tmp):
                 files.makedirs(tmp, exist_ok=False)
-                # Keras writes remote weights through a local file.
-                self.model.save_weights(files.join(tmp, _BACKUP_WEIGHTS))
+                # Keras writes remote weights through a local file; the
+                # chief alone (several JAX processes: outside the
+                # distribution, whose variables JAX checks with the others).
+                with processes.without_distribution():
+                    self.model.save_weights(files.join(tmp, _BACKUP_WEIGHTS))
                 with files.open(files.join(tmp, _BACKUP_METADATA), "w",
                                 encoding="utf-8") as f:
                     json.dump({"epoch": epoch + 1, "batch": 0}, f)

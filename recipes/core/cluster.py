@@ -8,6 +8,9 @@ import json
 import os
 import sys
 
+from recipes.core import processes
+from recipes.core import watchdog
+
 
 # Seconds a multi-worker process waits for its cluster (`--cluster_timeout`).
 DEFAULT_CLUSTER_TIMEOUT = 300.0
@@ -70,32 +73,15 @@ def parse_tf_config(text=None):
 
 def is_chief():
     """Whether this process writes the run directory: the only process, or
-    the `chief` task of `TF_CONFIG`, or worker 0 of a cluster without one."""
+    the `chief` task of `TF_CONFIG`, or worker 0 of a cluster without one,
+    or process 0 of several JAX processes (`recipes.core.processes`)."""
+    if processes.process_count() > 1:
+        return processes.process_index() == 0
     cluster, kind, index = parse_tf_config()
     if cluster is None:
         return True
     return kind == "chief" or (kind == "worker" and index == 0
                                and "chief" not in cluster)
-
-
-def _program():
-    """`python -m recipes.<name>` of the running recipe, for messages."""
-    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
-    name = getattr(spec, "name", "") or ""
-    return "python -m " + name.removesuffix(".__main__") if name else "recipes"
-
-
-# Run by a watchdog process: ends the process `pid` (the recipe) with
-# `message` on stderr unless its stdin closes (the recipe's cluster is up,
-# or the recipe ended) within `timeout` seconds.
-_WATCHDOG = """
-import os, select, signal, sys
-pid, timeout, message = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
-if not select.select([sys.stdin], [], [], timeout)[0]:
-    sys.stderr.write(message + "\\n")
-    sys.stderr.flush()
-    os.kill(pid, signal.SIGKILL)
-"""
 
 
 def _start_cluster_watchdog(timeout, cluster):
@@ -107,17 +93,14 @@ def _start_cluster_watchdog(timeout, cluster):
     A process, not a thread: while TensorFlow waits for the cluster it
     holds Python's lock, and no thread or signal handler of this process
     runs."""
-    import subprocess
 
     addresses = ", ".join(a for job in cluster.values() for a in job)
-    message = (f"{_program()}: error: The cluster of TF_CONFIG "
+    message = (f"{watchdog.program()}: error: The cluster of TF_CONFIG "
                f"({addresses}) was not up within --cluster_timeout="
                f"{timeout:g} seconds: start every worker (the same command, "
                "each with its own TF_CONFIG task index), check that the "
                "addresses are reachable, or raise --cluster_timeout.")
-    return subprocess.Popen(
-        [sys.executable, "-c", _WATCHDOG, str(os.getpid()), str(timeout),
-         message], stdin=subprocess.PIPE)
+    return watchdog.start_watchdog(timeout, message)
 
 
 def multi_worker_strategy(cluster_timeout):
@@ -157,12 +140,12 @@ def multi_worker_strategy(cluster_timeout):
             'e.g. TF_CONFIG=\'{"cluster": {"worker": ["host0:port0", '
             '"host1:port1"]}, "task": {"type": "worker", "index": 0}}\' '
             "(index 1 on the other worker).")
-    watchdog = _start_cluster_watchdog(cluster_timeout, cluster)
+    guard = _start_cluster_watchdog(cluster_timeout, cluster)
     try:
         return MultiWorkerMirroredStrategy()
     finally:
-        watchdog.stdin.close()
-        watchdog.wait()
+        guard.stdin.close()
+        guard.wait()
 
 
 def chief_first(strategy, prepare, fingerprint=repr):
@@ -180,16 +163,22 @@ def chief_first(strategy, prepare, fingerprint=repr):
     """
     import zlib
 
-    if not _is_multi_worker(strategy):
+    several_processes = processes.process_count() > 1
+    if not several_processes and not _is_multi_worker(strategy):
         return prepare()
 
     def checksum(result):
-        return zlib.crc32(fingerprint(result).encode("utf-8"))
+        # Below 2**31: JAX gathers int32.
+        return zlib.crc32(fingerprint(result).encode("utf-8")) >> 1
 
     chief = is_chief()
     result = prepare() if chief else None
-    chiefs = _sum_over_workers(
-        strategy, [checksum(result), 1] if chief else [0, 0])
+    if several_processes:  # JAX: the chief's checksum, from process 0
+        chiefs = processes.gather_numbers(
+            [checksum(result), 1] if chief else [0, 0])[0]
+    else:
+        chiefs = _sum_over_workers(
+            strategy, [checksum(result), 1] if chief else [0, 0])
     if not chief:
         result = prepare()
         if chiefs[1] != 1 or checksum(result) != chiefs[0]:

@@ -6,6 +6,8 @@ the few members of a `tf.distribute.Strategy` that the recipes use.
 import contextlib
 import os
 
+from recipes.core import processes
+
 # `--distribution`: how JAX spreads a run over the local devices.
 # `data_parallel`: `keras.distribution.DataParallel`, the batch split over
 # every device, the variables replicated; `model_parallel`:
@@ -104,8 +106,13 @@ def keras_distribution(name, model_parallel=None, layout_map=None):
     import keras
 
     devices = keras.distribution.list_devices()
+    # Several processes: each reads its share of every batch itself
+    # (`processes.local_batches`), which Keras' sharding of a tf.data
+    # pipeline cannot do for every recipe's (it needs a known batch size).
+    shard = processes.process_count() == 1
     if name == "data_parallel":
-        return keras.distribution.DataParallel(devices=devices)
+        return keras.distribution.DataParallel(devices=devices,
+                                               auto_shard_dataset=shard)
     size = len(devices) if model_parallel is None else model_parallel
     if (isinstance(size, bool) or not isinstance(size, int) or size < 1
             or len(devices) % size):
@@ -113,11 +120,19 @@ def keras_distribution(name, model_parallel=None, layout_map=None):
             "Argument `--model_parallel` must be a positive divisor of the "
             f"{len(devices)} local device(s) (the `model` axis of the "
             f"(batch, model) mesh). Received: --model_parallel={size}")
+    if processes.process_count() > 1:
+        raise ValueError(
+            "Argument `--distribution=model_parallel` is for the devices of "
+            "one process: a run of several processes "
+            f"(--num_processes={processes.process_count()}) trains with "
+            "--distribution=data_parallel.")
     mesh = keras.distribution.DeviceMesh(
         shape=(len(devices) // size, size), axis_names=("batch", "model"),
         devices=devices)
     return keras.distribution.ModelParallel(
-        layout_map=layout_map(mesh), batch_dim_name="batch")
+        layout_map=layout_map(mesh), batch_dim_name="batch",
+        auto_shard_dataset=shard)
+
 
 
 def backend_strategy(distribution=None, model_parallel=None,

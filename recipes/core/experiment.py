@@ -13,6 +13,7 @@ import time
 
 from recipes.core import environment
 from recipes.core import flags
+from recipes.core import processes
 from recipes.core import run_directory
 from recipes.core import runtime
 from recipes.core import training
@@ -38,6 +39,7 @@ def open_run(args, validate, load, runtime_flags=run_directory.RUNTIME_FLAGS,
     checked = validate(args)
     config = dict(vars(args))
     strategy = runtime.setup(args, log)
+    processes.check_batch_size(args.batch_size)
     data = load(checked)
     run_dir = run_directory.RunDirectory(args.model_dir, config,
                                          runtime_flags=runtime_flags)
@@ -109,7 +111,7 @@ def train_and_evaluate(args, run_dir, strategy, build, train_data,
         context = (fit_context(model) if fit_context
                    else contextlib.nullcontext())
         with context:
-            model.fit(train_data, epochs=args.epochs,
+            model.fit(processes.local_batches(train_data), epochs=args.epochs,
                       initial_epoch=initial_epoch,
                       steps_per_epoch=steps_per_epoch, callbacks=callbacks,
                       verbose=args.verbose,
@@ -139,9 +141,11 @@ def train_and_evaluate(args, run_dir, strategy, build, train_data,
     if hasattr(args, "time_budget_minutes"):
         run["stopped_by_time_budget"] = bool(budget and budget.stopped)
 
-    results = dict(evaluate(model, run))
-    if run_dir.is_chief and export is not None:
-        results.update(export(model))
+    # Several JAX processes: evaluated and exported by a local copy.
+    with processes.local_model(model) as local:
+        results = dict(evaluate(local, run))
+        if run_dir.is_chief and export is not None:
+            results.update(export(local))
     results.update(run)
     results.update({
         "wall_time_s": time.time() - wall_start,

@@ -9,6 +9,7 @@ import json
 import os
 import sys
 
+from recipes.core import processes
 from recipes.core.cluster import DEFAULT_CLUSTER_TIMEOUT
 from recipes.core.distribution import DISTRIBUTIONS
 from recipes.core.precision import DEFAULT_MATMUL_PRECISION
@@ -73,8 +74,9 @@ def add_common_flags(parser, default_batch_size=32, default_epochs=3,
                        "or TPUStrategy (--tpu).")
     group.add_argument("--cluster_timeout", type=float,
                        default=DEFAULT_CLUSTER_TIMEOUT,
-                       help="With --strategy=multi_worker: seconds to wait "
-                       "for every worker of TF_CONFIG to come up before "
+                       help="With --strategy=multi_worker (or several JAX "
+                       "processes): seconds to wait for every worker of "
+                       "TF_CONFIG (every process) to come up before "
                        "stopping with an error.")
     group.add_argument("--tpu", default=None,
                        help="TPU name or grpc:// address for --strategy=tpu "
@@ -91,6 +93,7 @@ def add_common_flags(parser, default_batch_size=32, default_epochs=3,
                        "of the mesh's model axis (a divisor of the device "
                        "count; the batch axis takes the rest). Default: "
                        "every device.")
+    processes.add_process_flags(group)
     group.add_argument("--mixed_precision", choices=PRECISIONS,
                        default="float32",
                        help="Compute dtype; float16 uses loss scaling.")

@@ -4,6 +4,7 @@ own placement or `keras.distribution` (`--distribution`,
 `--model_parallel`) on JAX, Keras' own placement on PyTorch.
 """
 
+from recipes.core import processes
 from recipes.core.cluster import DEFAULT_CLUSTER_TIMEOUT
 from recipes.core.distribution import backend_strategy
 from recipes.core.strategies import select_strategy
@@ -46,6 +47,18 @@ def check_placement(args, backend):
             f"Argument `{flag}` is keras.distribution on the JAX backend, "
             f"but KERAS_BACKEND={backend!r}. Run it with KERAS_BACKEND=jax, "
             f"or on {backend} use {hint}.")
+    settings = processes.process_settings(args)
+    if backend != "jax" and settings is not None:
+        flag = next((f"--{key}" for key in processes.ENVIRONMENT
+                     if getattr(args, key, None) is not None),
+                    "KERAS_DISTRIBUTION_*")
+        hint = ("--strategy=multi_worker with TF_CONFIG (tf.distribute)"
+                if backend == "tensorflow" else "one process")
+        raise ValueError(
+            f"Argument `{flag}` sets several JAX processes "
+            f"(keras.distribution.initialize), but KERAS_BACKEND="
+            f"{backend!r}. Run it with KERAS_BACKEND=jax, or on {backend} "
+            f"use {hint}.")
     if model_parallel is not None and distribution != "model_parallel":
         raise ValueError(
             "Argument `--model_parallel` needs "
@@ -54,7 +67,7 @@ def check_placement(args, backend):
             f"--model_parallel={model_parallel}")
 
 
-def select(args, backend, layout_map=None):
+def select(args, backend, layout_map=None, log=print):
     """Returns what the recipe builds and trains under: the
     `tf.distribute.Strategy` of `--strategy` on TensorFlow, else a
     `distribution.BackendStrategy` (one device, or on JAX the
@@ -71,16 +84,31 @@ def select(args, backend, layout_map=None):
         layout_map: `(device_mesh) -> keras.distribution.LayoutMap` for
             `--distribution=model_parallel` (default: the layouts of
             keras-synth's backbones, `get_layout_map`).
+        log: a `print`-like function.
+
+    On JAX, several processes (`--job_addresses`, `--num_processes`,
+    `--process_id` or `KERAS_DISTRIBUTION_*`) are joined first; they train
+    with `--distribution` (default `data_parallel`) over all their devices.
     """
     check_placement(args, backend)
     if backend == "tensorflow":
         return select_strategy(
             args.strategy, args.tpu,
             getattr(args, "cluster_timeout", DEFAULT_CLUSTER_TIMEOUT))
+    distribution = getattr(args, "distribution", None)
+    settings = processes.process_settings(args)
+    if settings is not None:
+        processes.initialize(
+            settings, getattr(args, "cluster_timeout",
+                              DEFAULT_CLUSTER_TIMEOUT), log)
+        if distribution is None:
+            distribution = "data_parallel"
+            log("Distribution: data_parallel over the devices of every "
+                "process (several processes; --distribution chooses).")
     if layout_map is None and backend == "jax":
         from keras_synth.models import SynthesizerBackbone
 
         layout_map = SynthesizerBackbone.get_layout_map
-    return backend_strategy(getattr(args, "distribution", None),
+    return backend_strategy(distribution,
                             getattr(args, "model_parallel", None),
                             layout_map, backend)

@@ -23,7 +23,7 @@ RUNTIME_FLAGS = frozenset(
     {"model_dir", "strategy", "tpu", "verbose", "tensorboard", "export",
      "jit_compile", "data_dir", "vocab_file", "tfds_data_dir", "tf_logs",
      "cluster_timeout", "steps_per_execution", "distribution",
-     "model_parallel"}
+     "model_parallel", "job_addresses", "num_processes", "process_id"}
 )
 
 

@@ -7,6 +7,7 @@ import os
 import sys
 
 from recipes.core import placement
+from recipes.core import processes
 from recipes.core.cluster import cluster_failure
 from recipes.core.devices import log_devices
 from recipes.core.precision import DEFAULT_MATMUL_PRECISION
@@ -49,7 +50,7 @@ def setup(args, log=print, layout_map=None):
     import keras
 
     backend = select_backend()
-    strategy = placement.select(args, backend, layout_map)
+    strategy = placement.select(args, backend, layout_map, log)
     check_jit_compile(getattr(args, "jit_compile", False), args.strategy,
                       strategy.num_replicas_in_sync)
     keras.utils.set_random_seed(args.seed)
@@ -100,10 +101,14 @@ def run_main(parser, run, prog, argv=None, input_paths=(), validate=None):
         with cli.quiet_tensorflow(not cli.tf_logs_wanted(args)):
             run(args)
     except Exception as error:
-        message = (str(error) if isinstance(error, (ValueError, RuntimeError))
-                   else cluster_failure(error))
+        message = processes.process_failure(error) or (
+            str(error) if isinstance(error, (ValueError, RuntimeError))
+            else cluster_failure(error))
         if message is None or os.environ.get("RECIPES_TRACEBACK"):
             raise
         print(f"{prog}: error: {message}", file=sys.stderr)
+        if processes.process_count() > 1:
+            processes.stop_now(2)  # not JAX's wait for the stopped peer
         return 2
+    processes.release_guard()
     return 0

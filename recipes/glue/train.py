@@ -22,6 +22,7 @@ from recipes.core import cluster
 from recipes.core import experiment
 from recipes.core import flags
 from recipes.core import presets
+from recipes.core import processes
 from recipes.core import runtime
 from recipes.core import vocabulary
 from recipes.glue import metrics as metrics_lib
@@ -163,14 +164,16 @@ def _eval_callback(task, eval_data, log):
         """Adds the task's official dev metrics to each epoch's logs."""
 
         def on_epoch_end(self, epoch, logs=None):
-            for split, (dataset, labels) in eval_data.items():
-                outputs = self.model.predict(dataset, verbose=0)
-                values = metrics_lib.compute_metrics(
-                    task, labels, predictions_from_outputs(task, outputs)
-                )
-                for name, value in values.items():
-                    if logs is not None:
-                        logs[f"{split}_{name}"] = value
+            # Several JAX processes: predicted by a local copy.
+            with processes.local_model(self.model) as model:
+                for split, (dataset, labels) in eval_data.items():
+                    outputs = model.predict(dataset, verbose=0)
+                    values = metrics_lib.compute_metrics(
+                        task, labels, predictions_from_outputs(task, outputs)
+                    )
+                    for name, value in values.items():
+                        if logs is not None:
+                            logs[f"{split}_{name}"] = value
 
     return TaskMetrics()
 

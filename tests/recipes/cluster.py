@@ -58,6 +58,24 @@ def worker_env(config=None, **extra):
     return env
 
 
+def jax_process_env(num_processes):
+    """`(index, ports) -> env`: process `index` of `num_processes` JAX
+    processes whose coordinator listens on 127.0.0.1:`ports[0]`, set by
+    Keras' `KERAS_DISTRIBUTION_*` variables; one device and one thread a
+    process."""
+
+    def environment(index, ports):
+        env = worker_env(
+            KERAS_BACKEND="jax",
+            KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{ports[0]}",
+            KERAS_DISTRIBUTION_NUM_PROCESSES=str(num_processes),
+            KERAS_DISTRIBUTION_PROCESS_ID=str(index),
+            XLA_FLAGS="--xla_force_host_platform_device_count=1")
+        return env
+
+    return environment
+
+
 class Cluster:
     """Worker processes running `argv` (after `python`), one per port.
 
@@ -72,17 +90,21 @@ class Cluster:
         config: a `TF_CONFIG` for every started worker instead of the
             cluster's.
         log_dir: a folder for the workers' output (`worker-N.log`).
+        environment: `(index, ports) -> env` of each started process
+            instead of `worker_env` with its `TF_CONFIG` (e.g. JAX
+            processes, `jax_process_env`).
     """
 
     def __init__(self, argv, num_workers=2, ports=None, start=None,
-                 config=None, log_dir=None):
+                 config=None, log_dir=None, environment=None):
         self.ports = list(ports or free_ports(num_workers))
         self.processes = {}
         self.logs = {}
         self.started = time.time()
         for index in (range(num_workers) if start is None else start):
-            env = worker_env(config if config is not None
-                             else tf_config(self.ports, index))
+            env = (environment(index, self.ports) if environment else
+                   worker_env(config if config is not None
+                              else tf_config(self.ports, index)))
             if log_dir:
                 self.logs[index] = os.path.join(log_dir,
                                                 f"worker-{index}.log")

@@ -201,6 +201,37 @@ def test_model_parallel_layouts_and_training_equal_one_device():
     assert prefix + "mixture_logits" not in layouts  # replicated
 
 
+@pytest.mark.skipif(BACKEND != "jax", reason="keras.distribution is JAX's")
+def test_glue_recipe_trains_model_parallel_end_to_end(tmp_path):
+    """`--distribution=model_parallel` through the whole recipe (fit,
+    per-epoch dev metrics, backup, evaluation, .keras model and preset) on
+    a (2, 2) mesh of 4 CPU devices, to the losses of one device."""
+    env = dict(os.environ, KERAS_BACKEND="jax", PYTHONPATH=REPO,
+               XLA_FLAGS="--xla_force_host_platform_device_count=4",
+               JAX_PLATFORMS="cpu")
+    histories = {}
+    for name, extra in (("one", []), ("mesh", [
+            "--distribution=model_parallel", "--model_parallel=2"])):
+        run_dir = str(tmp_path / name)
+        done = subprocess.run(
+            [sys.executable, "-m", "recipes.glue", *GLUE, "--dropout=0",
+             f"--model_dir={run_dir}", *extra],
+            cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        with open(os.path.join(run_dir, "results.json")) as f:
+            results = json.load(f)
+        histories[name] = results["history"]
+        assert os.path.isfile(os.path.join(run_dir, "model.keras"))
+        assert os.path.isfile(os.path.join(run_dir, "preset", "config.json"))
+    assert ("keras.distribution.ModelParallel (jax backend) with 2 "
+            "replica(s)") in done.stdout
+    assert results["num_replicas"] == 2
+    for key in ("loss", "dev_accuracy"):
+        np.testing.assert_allclose([h[key] for h in histories["mesh"]],
+                                   [h[key] for h in histories["one"]],
+                                   rtol=1e-5, err_msg=key)
+
+
 class _Captured(Exception):
     pass
 
