@@ -13,7 +13,12 @@ here is what they do not do:
 - the backup folder is replaced atomically: a process killed while
   writing it leaves the previous complete backup (the weights and the epoch
   they belong to never disagree), never a half-written one;
-- the history of a resumed run keeps exactly one row per backed-up epoch.
+- the history of a resumed run keeps exactly one row per backed-up epoch;
+- the backup also holds the model's `SeedGenerator` states (dropout's),
+  which Keras' weights files leave out, and on PyTorch every epoch's
+  first step seeds the global generator from the run's seed and the epoch
+  (`reseed_torch`): the resumed run draws the same dropout masks as an
+  uninterrupted one.
 
 Importing this module needs no TensorFlow: the callbacks are built when
 `run_callbacks` is called.
@@ -22,6 +27,7 @@ Importing this module needs no TensorFlow: the callbacks are built when
 import contextlib
 import csv
 import json
+import re
 
 from recipes.core import files
 from recipes.core import processes
@@ -30,6 +36,10 @@ from recipes.core.atomic import atomic_write
 # The names Keras' BackupAndRestore reads in its backup folder.
 _BACKUP_WEIGHTS = "latest.weights.h5"
 _BACKUP_METADATA = "training_metadata.json"
+# Added here: the model's random-seed states (Keras' weights files hold
+# none), so that a resumed run draws the dropout masks of an
+# uninterrupted one.
+_BACKUP_SEEDS = "seed_states.json"
 # What CSVLogger writes for a metric an epoch did not log.
 _MISSING = "NA"
 
@@ -42,6 +52,65 @@ def backup_epoch(backup_dir):
         return 0
     with files.open(path, encoding="utf-8") as f:
         return int(json.load(f)["epoch"])
+
+
+def _seed_variables(model):
+    """The model's `SeedGenerator` states, in order: what
+    `model.variables` holds beyond `model.weights`."""
+    weights = {id(w) for w in model.weights}
+    return [v for v in model.variables if id(v) not in weights]
+
+
+def seed_states(model):
+    """`{"paths": [...], "states": [[int, int], ...]}`: the current state
+    of every `SeedGenerator` of `model` (each a dropout layer's; Keras'
+    weights files hold none), in `model.variables`' order."""
+    import keras
+
+    variables = _seed_variables(model)
+    return {"paths": [v.path for v in variables],
+            "states": [keras.ops.convert_to_numpy(v.value).tolist()
+                       for v in variables]}
+
+
+def reseed_torch(base_seed, epoch):
+    """Seeds PyTorch's global generators for `epoch` from `base_seed`.
+
+    Keras' PyTorch dropout draws an unseeded layer's masks from the global
+    generator, which more than training advances (a PyTorch data loader
+    draws a seed for every iterator: an evaluation's `predict`, a resumed
+    run's new iterator); seeded at every epoch's first step from
+    `(base_seed, epoch)`, an epoch draws the same masks in a resumed run
+    as in an uninterrupted one."""
+    import torch
+
+    torch.manual_seed((base_seed * 1_000_003 + epoch) % (2 ** 63))
+
+
+def _structure(paths):
+    """The paths without Keras' uniquifying suffixes (`seed_generator_4`
+    -> `seed_generator`): a model built again in the same process has the
+    same structure under other numbers."""
+    return [re.sub(r"_\d+(?=/|$)", "", path) for path in paths]
+
+
+def restore_seed_states(model, saved):
+    """Assigns `saved` (`seed_states` of a model built the same way) to
+    `model`'s `SeedGenerator`s, in order.
+
+    Raises:
+        ValueError: the paths differ (another model).
+    """
+    import numpy as np
+
+    variables = _seed_variables(model)
+    paths = [v.path for v in variables]
+    if _structure(paths) != _structure(saved["paths"]):
+        raise ValueError(
+            "The backup's seed states belong to another model: its "
+            f"SeedGenerators are {saved['paths']}, this model's {paths}.")
+    for v, state in zip(variables, saved["states"]):
+        v.assign(np.asarray(state, dtype=v.dtype))
 
 
 def _make_backup_class():
@@ -75,8 +144,36 @@ def _make_backup_class():
                 with files.open(files.join(tmp, _BACKUP_METADATA), "w",
                                 encoding="utf-8") as f:
                     json.dump({"epoch": epoch + 1, "batch": 0}, f)
+                with files.open(files.join(tmp, _BACKUP_SEEDS), "w",
+                                encoding="utf-8") as f:
+                    json.dump(seed_states(self.model), f)
 
             atomic_write(self.backup_dir, write)
+
+        def on_train_begin(self, logs=None):
+            super().on_train_begin(logs)  # Keras loads the weights
+            path = files.join(self.backup_dir, _BACKUP_SEEDS)
+            if files.isfile(path):
+                with files.open(path, encoding="utf-8") as f:
+                    restore_seed_states(self.model, json.load(f))
+            self.torch_seed = self.reseed_epoch = None
+            if keras.backend.backend() == "torch":
+                import torch
+
+                # The run's seed (`keras.utils.set_random_seed`), read
+                # before the first reseeding.
+                self.torch_seed = torch.initial_seed()
+
+        def on_epoch_begin(self, epoch, logs=None):
+            super().on_epoch_begin(epoch, logs)
+            self.reseed_epoch = epoch
+
+        def on_train_batch_begin(self, batch, logs=None):
+            # At the first step, once the epoch's data iterator exists (a
+            # resumed run creates one where an uninterrupted one goes on).
+            if self.torch_seed is not None and self.reseed_epoch is not None:
+                reseed_torch(self.torch_seed, self.reseed_epoch)
+                self.reseed_epoch = None
 
     return AtomicBackupAndRestore
 

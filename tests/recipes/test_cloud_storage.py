@@ -236,7 +236,8 @@ def test_builtin_glue_run_on_ram_and_its_resume(ram, tmp_path, monkeypatch):
         "args.json", "attention.png", "backup", "export", "history.csv",
         "logs", "preset", "results.json", "submission", "vocab.txt"]
     assert sorted(files.listdir(files.join(run_dir, "backup"))) == [
-        "latest.weights.h5", "training_metadata.json"]
+        "latest.weights.h5", "seed_states.json",
+        "training_metadata.json"]
     assert files.read_bytes(files.join(run_dir, "attention.png"))[:8] == (
         b"\x89PNG\r\n\x1a\n")
     assert files.glob(files.join(run_dir, "logs", "train", "events.*"))

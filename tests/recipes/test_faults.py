@@ -246,7 +246,8 @@ def test_kill_while_backing_up_restarts_from_last_complete(tmp_path):
         backup.on_epoch_end(1, {"loss": 0.5})
     assert sorted(os.listdir(tmp_path)) == ["args.json", "backup"]
     assert sorted(os.listdir(run_dir.backup_dir)) == [
-        "latest.weights.h5", "training_metadata.json"]
+        "latest.weights.h5", "seed_states.json",
+        "training_metadata.json"]
 
     # A restart loads epoch 1 (weights and optimizer state), as Keras'
     # BackupAndRestore does at the start of `fit`.
@@ -370,8 +371,8 @@ def test_sigkill_mid_epoch_resumes_with_the_same_metrics(tmp_path):
     assert sum(f"{steps}/{steps}" in line for line in seen) == 1, seen
     # Killed in epoch 2 (5 of its batches done), after epoch 1's backup.
     assert callbacks_lib.backup_epoch(backup) == 1
-    assert sorted(os.listdir(backup)) == ["latest.weights.h5",
-                                          "training_metadata.json"]
+    assert sorted(os.listdir(backup)) == [
+        "latest.weights.h5", "seed_states.json", "training_metadata.json"]
     assert not os.path.exists(os.path.join(killed_dir, "results.json"))
 
     # 2. Started again with the same arguments; 3. an uninterrupted run.
