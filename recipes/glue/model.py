@@ -47,17 +47,27 @@ def trim_batch(inputs, bucket_up_to=None):
     return {key: value[:, :length] for key, value in inputs.items()}
 
 
-def drop_tokens(inputs, rate, seed, special_ids):
+def drop_tokens(inputs, rate, seed, special_ids, sequence_length=None):
     """Token dropout (word dropout as in Iyyer et al., 2015): each token
     other than `[CLS]`/`[SEP]`/padding leaves the padding mask with
     probability `rate`, so that attention and pooling skip it; the
     positions of the others stay. `seed`: a stateless seed `(2,)`;
-    `special_ids`: the ids never dropped."""
+    `special_ids`: the ids never dropped.
+
+    The draws are made for `(batch, sequence_length)` (the packed length;
+    default: the batch's own) and cut to the batch's columns, so that a
+    batch cut to its longest sequence, padded up to a bucket or to
+    `sequence_length` drops the same tokens: every padding mode (and so
+    every backend) trains on the same inputs."""
     token_ids, mask = inputs["token_ids"], inputs["padding_mask"]
     special = tf.reduce_any(tf.equal(
         token_ids[..., None], tf.constant(special_ids, token_ids.dtype)),
         axis=-1)
-    keep = tf.random.stateless_uniform(tf.shape(token_ids), seed) >= rate
+    shape = tf.shape(token_ids)
+    if sequence_length is not None:
+        shape = tf.stack([shape[0], sequence_length])
+    draws = tf.random.stateless_uniform(shape, seed)[:, :tf.shape(token_ids)[1]]
+    keep = draws >= rate
     mask = mask * tf.cast(keep | special, mask.dtype)
     return dict(inputs, padding_mask=mask)
 
@@ -77,7 +87,8 @@ def make_dataset(split, preprocessor, batch_size, task, shuffle=False,
     (`training.shuffled_epochs`), so that a resumed run sees the same
     batches as an uninterrupted one; `token_dropout`
     (training streams only) then drops tokens with a seed derived from
-    `(seed, batch number)`, so that a resumed run drops the same ones.
+    `(seed, batch number)`, so that a resumed run drops the same ones (and
+    the same whatever the padding, `drop_tokens`).
     """
     if token_dropout and not (shuffle and epochs is not None):
         raise ValueError("`token_dropout` is for training streams (with "
@@ -96,7 +107,8 @@ def make_dataset(split, preprocessor, batch_size, task, shuffle=False,
                 for name, value in inputs.items()}
         if index is not None:
             inputs = drop_tokens(inputs, token_dropout,
-                                 tf.stack([seed, index]), special_ids)
+                                 tf.stack([seed, index]), special_ids,
+                                 preprocessor.sequence_length)
         return inputs
 
     columns = tuple(

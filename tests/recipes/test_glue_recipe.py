@@ -489,6 +489,38 @@ def test_token_dropout_is_seeded_and_spares_special_tokens():
         model_lib.make_dataset(split, pre, 4, task, token_dropout=0.5)
 
 
+def test_token_dropout_drops_the_same_tokens_whatever_the_padding():
+    """Cut to the longest sequence (TensorFlow, PyTorch), padded up to a
+    bucket (JAX) or to --max_length (--pad_to_max_length, XLA, TPUs): the
+    same tokens leave the mask, so every backend trains on the same
+    inputs (the draws were once made for the padded shape, and JAX runs
+    dropped other tokens than TensorFlow's)."""
+    from recipes.glue import tsv
+
+    task = tasks.get_task("sst2")
+    words = ["the cat sat on the mat .", "a dog sat", "the dogs",
+             "a cat sat on a dog .", "the mat", "cat"]
+    split = tsv.Split(texts=[(w,) for w in words * 4],
+                      labels=[i % 2 for i in range(24)], ids=None)
+    pre = model_lib.make_preprocessor(VOCAB, 40)
+
+    def batches(**padding):
+        dataset = model_lib.make_dataset(
+            split, pre, 4, task, shuffle=True, seed=3, drop_remainder=True,
+            epochs=1, token_dropout=0.5, **padding)
+        return [{k: v.numpy() for k, v in x.items()} for x, _ in dataset]
+
+    trimmed = batches(trim=True)
+    for other in (batches(trim=True, bucketed=True), batches(trim=False)):
+        assert len(other) == len(trimmed) == 6
+        for a, b in zip(trimmed, other):
+            width = a["token_ids"].shape[1]
+            assert b["token_ids"].shape[1] > width  # padded further
+            np.testing.assert_array_equal(b["padding_mask"][:, :width],
+                                          a["padding_mask"])
+            assert not b["padding_mask"][:, width:].any()
+
+
 class Captured(Exception):
     pass
 
