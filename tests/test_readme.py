@@ -13,6 +13,9 @@ those documents resolves.
   (TensorFlow backend only: the recipes and SavedModels are TensorFlow's).
   These runs' exports must also say what they need (`assets/README.md`,
   `results.json`'s `export_usage`).
+- A Python block that runs on some Keras backends only is preceded by
+  `<!-- readme-test: needs backend tensorflow or jax -->`: it is skipped
+  on the others.
 - A Python block that downloads (a keras-hub preset) is preceded by
   `<!-- readme-test: needs network -->`: it is compiled, not run, and the
   `keras_synth` and `keras_hub` names it uses must exist.
@@ -48,6 +51,13 @@ DOCUMENTS = [ROOT / "README.md"] + sorted((ROOT / "docs").rglob("*.md"))
 NEEDS = re.compile(r"<!--\s*readme-test:\s*needs\s+(.+?)\s*-->")
 RECIPE_COMMAND = re.compile(r"python -m (recipes\.\w+)((?:\s+\S+)*)")
 NETWORK = "network"
+BACKEND_ONLY = re.compile(r"^backend\s+(\w+(?:\s+or\s+\w+)*)$")
+
+
+def needs_run(block):
+    """Whether the block needs a recipe run directory (`needs python -m
+    recipes.X ...`)."""
+    return bool(block.needs) and block.needs.startswith("python -m ")
 # Warnings the documented examples may raise: third-party noise that our
 # code cannot fix. Each entry is `(category, message regex)`, commented.
 ALLOWED_WARNINGS = [
@@ -152,7 +162,7 @@ def test_the_documents_have_blocks_of_each_kind():
                                         for name in ("glue.md", "lm.md",
                                                      "translate.md")}
     assert {b.needs.split()[2] for b in PYTHON
-            if b.needs and b.needs != NETWORK} == set(SHORT_RUNS)
+            if needs_run(b)} == set(SHORT_RUNS)
 
 
 def test_the_readme_is_the_front_door():
@@ -220,7 +230,12 @@ def test_python_block_runs_as_written(block, tmp_path, monkeypatch,
     if block.needs == NETWORK:
         check_names_exist(block)
         return
-    if block.needs:
+    backends = BACKEND_ONLY.match(block.needs or "")
+    if backends:
+        allowed = backends.group(1).split(" or ")
+        if keras.backend.backend() not in allowed:
+            pytest.skip(f"runs on the {' and '.join(allowed)} backends")
+    elif needs_run(block):
         if keras.backend.backend() != "tensorflow":
             pytest.skip("needs a recipe run directory and its SavedModel "
                         "(TensorFlow backend)")
@@ -288,7 +303,7 @@ def test_paths_and_extras_in_shell_blocks_exist():
 
 
 @pytest.mark.parametrize("needs", sorted({b.needs for b in PYTHON
-                                          if b.needs and b.needs != NETWORK}))
+                                          if needs_run(b)}))
 def test_the_exports_say_what_they_need(needs, recipe_run):
     if keras.backend.backend() != "tensorflow":
         pytest.skip("the recipes run on the TensorFlow backend")

@@ -10,6 +10,7 @@ from keras_synth.models.export_loading import load_export
 from keras_synth.models.export_formats import CachedDecodingStep
 from keras_synth.models.export_formats import ExportError
 from keras_synth.models.export_formats import export_model
+from keras_synth.models.export_formats import input_specs
 from keras_synth.models.generation_export import export_generator
 from keras_synth.models.losses import SmoothedSparseCategoricalCrossentropy
 from keras_synth.models.schedules import InverseSqrtSchedule
@@ -78,6 +79,7 @@ __all__ = [
     "export_generator",
     "export_model",
     "export_text_classifier",
+    "input_specs",
     "learn_wordpiece_vocabulary",
     "load_export",
     "random_spans_noise_mask",

@@ -1,7 +1,9 @@
-"""`export_model` to ONNX and LiteRT, and `CachedDecodingStep`, one cached
-decoding step of a causal LM as a model with fixed-shape inputs.
+"""`export_model` to ONNX, LiteRT and a TensorFlow SavedModel, and
+`CachedDecodingStep`, one cached decoding step of a causal LM as a model
+with fixed-shape inputs.
 
-Keras's `Model.export(path, format="onnx" | "litert")` does the conversion;
+Keras's `Model.export(path, format="onnx" | "litert" | "tf_saved_model")`
+does the conversion;
 this module gives it fixed-shape input signatures for the keras-synth
 tasks (token ids in: the task without its preprocessor), runs it on every
 backend the pair supports, and turns a converter's failure into one
@@ -19,8 +21,9 @@ from keras import ops
 
 from keras_synth.models import generation_utils as utils
 
-FORMATS = ("onnx", "litert")
-SUFFIXES = {"onnx": ".onnx", "litert": ".tflite"}
+FORMATS = ("onnx", "litert", "tf_saved_model")
+# A SavedModel is a folder: any name.
+SUFFIXES = {"onnx": ".onnx", "litert": ".tflite", "tf_saved_model": ""}
 
 # The converter each (format, backend) pair runs in Keras 3.15, as the
 # module that must be importable.
@@ -30,10 +33,15 @@ CONVERTERS = {
     ("onnx", "torch"): "onnxscript",
     ("litert", "tensorflow"): "tensorflow",
     ("litert", "torch"): "litert_torch",
+    # JAX: jax2tf (part of jax) writes TensorFlow functions; PyTorch:
+    # torch.export lowered to StableHLO by torch_xla.
+    ("tf_saved_model", "tensorflow"): "tensorflow",
+    ("tf_saved_model", "jax"): "tensorflow",
+    ("tf_saved_model", "torch"): "torch_xla",
 }
 PACKAGES = {"tf2onnx": "tf2onnx", "jax2onnx": "jax2onnx",
             "onnxscript": "onnxscript", "tensorflow": "tensorflow",
-            "litert_torch": "litert-torch"}
+            "litert_torch": "litert-torch", "torch_xla": "torch_xla"}
 
 
 class ExportError(RuntimeError):
@@ -110,10 +118,38 @@ def summarize(error):
     return f"{type(error).__name__}: {first}"
 
 
+def description(model, format):
+    """`"Cannot export <task> (synthesizer=...) to format=... on the
+    <backend> backend"`, the start of `export_model`'s messages."""
+    return (f"Cannot export {type(model).__name__} "
+            f"(synthesizer={variant_of(model)!r}) to format={format!r} on "
+            f"the {keras.backend.backend()} backend")
+
+
+def converter_problem(format):
+    """Why Keras cannot convert to `format` on this backend, as
+    `(exception type, cause)`: `ExportError` where Keras has no converter
+    for the pair, `ImportError` where the converter's module is not
+    installed; None where it can."""
+    backend = keras.backend.backend()
+    converter = CONVERTERS.get((format, backend))
+    if converter is None:
+        supported = sorted(b for f, b in CONVERTERS if f == format)
+        return ExportError, (f"Keras's {format} export supports the "
+                             f"{' and '.join(supported)} backends only.")
+    if importlib.util.find_spec(converter) is None:
+        extra = ("" if converter in ("litert_torch", "torch_xla")
+                 else " (or `pip install \"keras-synth[export]\"`)")
+        return ImportError, (f"it needs the `{converter}` module: "
+                             f"`pip install {PACKAGES[converter]}`{extra}.")
+    return None
+
+
 def export_model(model, path, format, input_signature=None, batch_size=1,
                  sequence_length=None, num_predictions=None, verbose=False,
                  **kwargs):
-    """Exports a keras-synth task (token ids in) to ONNX or LiteRT.
+    """Exports a keras-synth task (token ids in) to ONNX, LiteRT or a
+    TensorFlow SavedModel.
 
     `model.export(path, format=format, input_signature=...)` with
     fixed-shape inputs (`input_specs`), under `torch.no_grad()` on the
@@ -143,13 +179,18 @@ def export_model(model, path, format, input_signature=None, batch_size=1,
     Args:
         model: a `SynthesizerTextClassifier`, `SynthesizerMaskedLM`,
             `SynthesizerCausalLM` or `CachedDecodingStep`.
-        path: the file; ends with `.onnx` for ONNX, `.tflite` for LiteRT.
-        format: `"onnx"` or `"litert"`.
+        path: the file; ends with `.onnx` for ONNX, `.tflite` for LiteRT;
+            a folder for a SavedModel.
+        format: `"onnx"`, `"litert"` or `"tf_saved_model"` (Keras's
+            `ExportArchive`: endpoint `serve` and signature
+            `serving_default`; from JAX through jax2tf).
         input_signature: Keras's `input_signature`; defaults to
             `[input_specs(model, batch_size, sequence_length,
             num_predictions)]`.
         batch_size, sequence_length, num_predictions: the fixed shapes of
-            the default signature (see `input_specs`).
+            the default signature (see `input_specs`); `batch_size=None`
+            leaves the batch dimension open (SavedModel; LiteRT and ONNX
+            converters want it fixed).
         verbose: passed to `Model.export`.
         **kwargs: passed to `Model.export` (converter options).
 
@@ -168,25 +209,15 @@ def export_model(model, path, format, input_signature=None, batch_size=1,
         raise ValueError(
             f"Argument `format` must be one of {FORMATS}; got {format!r}.")
     path = str(path)
-    if not path.endswith(SUFFIXES[format]):
+    if SUFFIXES[format] and not path.endswith(SUFFIXES[format]):
         raise ValueError(
             f"Argument `path` must end with {SUFFIXES[format]!r} for "
             f"format={format!r}; got {path!r}.")
-    variant = variant_of(model)
-    what = (f"{type(model).__name__} (synthesizer={variant!r}) to "
-            f"format={format!r} on the {backend} backend")
-    converter = CONVERTERS.get((format, backend))
-    if converter is None:
-        supported = sorted(b for f, b in CONVERTERS if f == format)
-        raise ExportError(
-            f"Cannot export {what}: Keras's {format} export supports the "
-            f"{' and '.join(supported)} backends only.")
-    if importlib.util.find_spec(converter) is None:
-        extra = ("" if converter == "litert_torch"
-                 else " (or `pip install \"keras-synth[export]\"`)")
-        raise ImportError(
-            f"Exporting {what} needs the `{converter}` module: "
-            f"`pip install {PACKAGES[converter]}`{extra}.")
+    what = description(model, format)
+    problem = converter_problem(format)
+    if problem is not None:
+        error_type, cause = problem
+        raise error_type(f"{what}: {cause}")
     if input_signature is None:
         input_signature = [input_specs(model, batch_size, sequence_length,
                                        num_predictions)]
@@ -210,14 +241,13 @@ def export_model(model, path, format, input_signature=None, batch_size=1,
                 model.export(path, format=format, verbose=verbose,
                              input_signature=input_signature, **kwargs)
     except Exception as error:  # a converter's failure, summarized
-        raise ExportError(
-            f"Cannot export {what}: {summarize(error)}", error) from None
+        raise ExportError(f"{what}: {summarize(error)}", error) from None
     if format == "onnx":
         unknown = unconverted_onnx_ops(path)
         if unknown:
             os.remove(path)
             raise ExportError(
-                f"Cannot export {what}: the converter left op(s) "
+                f"{what}: the converter left op(s) "
                 f"{', '.join(unknown)} with no ONNX equivalent (ONNX "
                 "Runtime refuses the file); removed it.")
     return path

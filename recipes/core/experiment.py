@@ -166,7 +166,10 @@ def saved_model_export(args, run_dir, export_saved_model, export_usage,
 
     On a backend that cannot write it (`serving.saved_model_unsupported`:
     JAX, PyTorch) one log line says so, and the `.keras` model is saved at
-    `<model_dir>/model.keras` instead (`keras_model`, `export_skipped`).
+    `<model_dir>/model.keras` instead (`keras_model`, `export_skipped`),
+    with the SavedModel of the token-id model at
+    `<model_dir>/export_token_ids` where Keras can write it (JAX;
+    `serving.token_ids_export`).
 
     Args:
         what: how the log line describes the export (its signature).
@@ -183,7 +186,9 @@ def saved_model_export(args, run_dir, export_saved_model, export_usage,
                                             model)
             log(f"Saved the model to {path}")
             return {"export": None, "export_usage": None,
-                    "export_skipped": skipped, "keras_model": path}
+                    "export_skipped": skipped, "keras_model": path,
+                    **serving.token_ids_export(
+                        run_dir.path("export_token_ids"), model, log)}
         path = export_saved_model(run_dir.path("export"), model)
         log(f"Exported a SavedModel ({what}) to {path}")
         return {"export": path, "export_usage": export_usage(path)}

@@ -145,7 +145,8 @@ def export_run(run_dir, model, probe, preprocessor, task, evals,
     submissions (`test_predictions`: split -> `(data, predictions)`, made
     by every worker: a multi-worker `predict` gathers over the workers),
     the attention maps of the first evaluation example, the SavedModel
-    (with `--export`) and the keras-hub preset.
+    (with `--export`; off TensorFlow the `.keras` model, and on JAX the
+    SavedModel of the token-id model) and the keras-hub preset.
 
     Returns:
         The entries of `results.json` that name them.
@@ -193,8 +194,11 @@ def export_run(run_dir, model, probe, preprocessor, task, evals,
         log(f"Exported a SavedModel (raw strings in) to {export_path}")
     preset_path = save_preset(run_dir.path("preset"), model, preprocessor)
     log(f"Saved a keras-hub preset to {preset_path}")
-    extra = ({"export_skipped": skipped, "keras_model": keras_path}
-             if skipped else {})
+    extra = {}
+    if skipped:
+        extra = {"export_skipped": skipped, "keras_model": keras_path,
+                 **serving.token_ids_export(
+                     run_dir.path("export_token_ids"), model, log)}
     return {
         **extra,
         "submissions": submissions,

@@ -137,3 +137,40 @@ def test_summarize_is_one_line_of_the_root_cause():
         text = summarize(error)
     assert text == "ValueError: op Foo is not supported"
     assert not re.search(r"\x1b|\n", text)
+
+
+SAVED_MODEL_CASES = ([("classifier", v) for v in eu.VARIANTS]
+                     + [(t, "random+vanilla") for t in ("masked_lm",
+                                                          "causal_lm")])
+
+
+@pytest.mark.parametrize("task,variant", SAVED_MODEL_CASES)
+def test_saved_model_of_token_ids_matches_keras(task, variant, tmp_path):
+    """`format="tf_saved_model"` with an open batch: Keras's ExportArchive
+    on TensorFlow, jax2tf on JAX; on PyTorch (Keras converts through
+    torch_xla, absent from the CPU wheel) the ImportError naming it."""
+    model, x = eu.make_task(task, variant)
+    path = str(tmp_path / "saved_model")
+    backend = keras.backend.backend()
+    if backend == "torch" and importlib.util.find_spec("torch_xla") is None:
+        with pytest.raises(ImportError, match=(
+                r"Cannot export .*synthesizer=" + re.escape(repr(variant))
+                + r".* format='tf_saved_model' on the torch backend: it "
+                r"needs the `torch_xla` module")):
+            export_model(model, path, "tf_saved_model", batch_size=None)
+        return
+    import tensorflow as tf
+
+    export_model(model, path, "tf_saved_model", batch_size=None,
+                 num_predictions=eu.PREDICTIONS)
+    serve = tf.saved_model.load(path).signatures["serving_default"]
+    specs = serve.structured_input_signature[1]
+    assert {name: spec.shape.as_list() for name, spec in specs.items()} == {
+        name: [None, value.shape[1]] for name, value in x.items()}
+    # The batch is open: the two rows, then three (the first repeated).
+    for rows in ([0, 1], [0, 1, 0]):
+        feed = {name: value[rows] for name, value in x.items()}
+        got = serve(**{k: tf.constant(v) for k, v in feed.items()})
+        want = eu.keras_outputs(model, feed)["output"]
+        np.testing.assert_allclose(got["output_0"].numpy(), want,
+                                   rtol=1e-4, atol=1e-5)

@@ -1,7 +1,8 @@
 """Every recipe on the suite's Keras backend (TensorFlow, JAX, PyTorch):
 the same flags, run directory, resume after a kill, results.json,
 attention pictures and exports (the SavedModel on TensorFlow; elsewhere
-one line saying it is skipped, and the `.keras` model and the preset).
+one line saying it is skipped, and the `.keras` model and the preset; on
+JAX also the SavedModel of the token-id model).
 
 Tiny models and few steps: each run takes seconds once compiled.
 """
@@ -55,7 +56,51 @@ def _check_exports(run_dir, results, out):
     assert lines[0].startswith("The SavedModel export (")
     assert results["export_skipped"] == lines[0]
     assert results["keras_model"] == os.path.join(run_dir, "model.keras")
-    return keras.saving.load_model(results["keras_model"])
+    model = keras.saving.load_model(results["keras_model"])
+    _check_token_ids_export(run_dir, results, out, model)
+    return model
+
+
+def _check_token_ids_export(run_dir, results, out, model):
+    """JAX: the SavedModel of the token-id model (jax2tf), equal to the
+    reloaded model on token ids; PyTorch: one line saying why not."""
+    if BACKEND == "torch":
+        assert results["export_token_ids"] is None
+        reason = results["export_token_ids_skipped"]
+        assert "torch_xla" in reason and "torch backend" in reason, reason
+        assert f"No SavedModel of the token-id model either: {reason}" in out
+        return
+    import tensorflow as tf
+
+    path = os.path.join(run_dir, "export_token_ids")
+    assert results["export_token_ids"] == path
+    assert f"Exported a SavedModel (token ids in) to {path}" in out
+    usage = results["export_token_ids_usage"]
+    assert "tensorflow_text" not in usage["python"]
+    assert os.path.isfile(os.path.join(path, "assets", "README.md"))
+    serve = tf.saved_model.load(path).signatures["serving_default"]
+    specs = serve.structured_input_signature[1]
+    assert sorted(specs) == sorted(usage["inputs"])
+    rng = np.random.default_rng(0)
+    length = next(iter(specs.values())).shape[1]
+    inputs = {}
+    for name in specs:  # 3 rows (the batch is open), the last one padded
+        if "padding_mask" in name:
+            value = np.ones((3, length), "int32")
+            value[-1, length // 2:] = 0
+        elif "segment_ids" in name:
+            value = np.zeros((3, length), "int32")
+        elif name == "mask_positions":
+            value = np.tile(np.arange(length, dtype="int32"), (3, 1))
+        else:
+            value = rng.integers(1, 20, (3, length)).astype("int32")
+        inputs[name] = value
+    exported = serve(**{k: tf.constant(v) for k, v in inputs.items()})
+    preprocessor, model.preprocessor = model.preprocessor, None
+    expected = keras.ops.convert_to_numpy(model.predict(inputs, verbose=0))
+    model.preprocessor = preprocessor
+    np.testing.assert_allclose(exported["output_0"].numpy(), expected,
+                               rtol=1e-4, atol=1e-5)
 
 
 def test_glue_killed_mid_epoch_resumes_and_exports(tmp_path):
@@ -77,6 +122,18 @@ def test_glue_killed_mid_epoch_resumes_and_exports(tmp_path):
     assert [h["epoch"] for h in results["history"]] == [1, 2]
     assert results["num_replicas"] == 1
     assert results["environment"]["keras"] == keras.__version__
+    # With dropout (0.1 by default) the resumed epoch repeats the
+    # uninterrupted run's: the backup holds the dropout layers' seed
+    # states (Keras' weights files do not).
+    assert os.path.isfile(os.path.join(run_dir, "backup", "seed_states.json"))
+    straight = _start("recipes.glue", str(tmp_path / "straight"), *GLUE)
+    straight_out, _ = straight.communicate(timeout=600)
+    assert straight.returncode == 0, straight_out[-3000:]
+    with open(tmp_path / "straight" / "results.json") as f:
+        uninterrupted = json.load(f)["history"]
+    for got, want in zip(results["history"], uninterrupted, strict=True):
+        assert got["loss"] == pytest.approx(want["loss"], rel=1e-5), (
+            results["history"], uninterrupted)
     with open(os.path.join(run_dir, "attention.png"), "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
     lines = open(os.path.join(run_dir, "submission", "builtin.tsv"),
