@@ -445,14 +445,19 @@ def test_ema_weights_are_evaluated_and_restored(tmp_path):
                                model.predict(inputs, verbose=0), rtol=1e-5)
 
 
-def test_token_dropout_is_seeded_and_spares_special_tokens():
+def _small_sst2_split():
+    """SST-2 and a split of 24 short sentences of `VOCAB`'s words."""
     from recipes.glue import tsv
 
-    task = tasks.get_task("sst2")
     words = ["the cat sat on the mat .", "a dog sat", "the dogs",
              "a cat sat on a dog .", "the mat", "cat"]
-    split = tsv.Split(texts=[(w,) for w in words * 4],
-                      labels=[i % 2 for i in range(24)], ids=None)
+    return tasks.get_task("sst2"), tsv.Split(
+        texts=[(w,) for w in words * 4],
+        labels=[i % 2 for i in range(24)], ids=None)
+
+
+def test_token_dropout_is_seeded_and_spares_special_tokens():
+    task, split = _small_sst2_split()
     pre = model_lib.make_preprocessor(VOCAB, 12)
 
     def batches(initial_epoch, token_dropout):
@@ -495,13 +500,7 @@ def test_token_dropout_drops_the_same_tokens_whatever_the_padding():
     same tokens leave the mask, so every backend trains on the same
     inputs (the draws were once made for the padded shape, and JAX runs
     dropped other tokens than TensorFlow's)."""
-    from recipes.glue import tsv
-
-    task = tasks.get_task("sst2")
-    words = ["the cat sat on the mat .", "a dog sat", "the dogs",
-             "a cat sat on a dog .", "the mat", "cat"]
-    split = tsv.Split(texts=[(w,) for w in words * 4],
-                      labels=[i % 2 for i in range(24)], ids=None)
+    task, split = _small_sst2_split()
     pre = model_lib.make_preprocessor(VOCAB, 40)
 
     def batches(**padding):
