@@ -205,10 +205,15 @@ def test_a_killed_process_stops_the_run_clearly_and_both_resume(tmp_path):
         return env
 
     def start(log_dir):
-        os.makedirs(log_dir)
-        return [Cluster(argv + [f"--process_id={index}"], num_workers=1,
-                        environment=by_flags, log_dir=log_dir)
-                for index in (0, 1)]
+        # One folder per process: each Cluster names its log worker-0.log.
+        clusters = []
+        for index in (0, 1):
+            process_dir = os.path.join(log_dir, f"process-{index}")
+            os.makedirs(process_dir)
+            clusters.append(Cluster(
+                argv + [f"--process_id={index}"], num_workers=1,
+                environment=by_flags, log_dir=process_dir))
+        return clusters
 
     first = start(str(tmp_path / "first"))
     backup = os.path.join(run_dir, "backup", "training_metadata.json")
@@ -226,6 +231,8 @@ def test_a_killed_process_stops_the_run_clearly_and_both_resume(tmp_path):
     assert ("python -m recipes.glue: error: Process 0 of 2: process 1 of "
             "the run stopped") in out
     assert "the run resumes from its last backup" in out
+    assert ("python -m recipes.glue: error: Process 1 of 2 stopped before "
+            "the run ended.") in first[1].output(0)  # its guard's line
     assert not os.path.exists(os.path.join(run_dir, "results.json"))
 
     second = start(str(tmp_path / "second"))
