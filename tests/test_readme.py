@@ -49,7 +49,7 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DOCUMENTS = [ROOT / "README.md"] + sorted((ROOT / "docs").rglob("*.md"))
 NEEDS = re.compile(r"<!--\s*readme-test:\s*needs\s+(.+?)\s*-->")
-RECIPE_COMMAND = re.compile(r"python -m (recipes\.\w+)((?:\s+\S+)*)")
+RECIPE_COMMAND = re.compile(r"python -m (recipes(?:\.\w+)+)((?:\s+\S+)*)")
 NETWORK = "network"
 BACKEND_ONLY = re.compile(r"^backend\s+(\w+(?:\s+or\s+\w+)*)$")
 
@@ -85,6 +85,7 @@ SHORT_RUNS = {
 # The module whose `build_parser()` parses a recipe's command line.
 PARSERS = {
     "recipes.glue": "recipes.glue.train",
+    "recipes.glue.quantize": "recipes.glue.quantize",
     "recipes.translate": "recipes.translate.train",
     "recipes.lm": "recipes.lm.train",
     "recipes.pretrain": "recipes.pretrain.train",

@@ -93,6 +93,15 @@ def build_parser():
         "backbone weights, WordPiece vocabulary and architecture (a model "
         "flag that contradicts it is an error); the head is new. "
         "--max_length may be shorter than the preset's.")
+    group.add_argument(
+        "--lora_rank", type=int, default=None,
+        help="Fine-tune the preset's backbone with LoRA of this rank "
+        "(keras-hub's `backbone.enable_lora`): its weights are frozen and "
+        "low-rank adapters train on the layers it names for its "
+        "synthesizer (value and output projections, vanilla query/key, the "
+        "dense synthesizer's kernels, the random logits); the "
+        "classification head trains in full. Needs --preset. The saved "
+        "model and preset hold the merged weights.")
     flags.add_common_flags(parser,
                             model_dir_default="runs/glue/<task>-<variant>")
     flags.add_output_switches(parser.add_argument_group("outputs"))
@@ -144,6 +153,13 @@ def validate_args(args, check_options=True):
     if args.max_train_examples is not None:
         flags.positive("max_train_examples", args.max_train_examples)
     flags.check_ema_momentum(args.ema_momentum)
+    if args.lora_rank is not None:
+        flags.positive("lora_rank", args.lora_rank)
+        if args.preset is None:
+            raise ValueError(
+                f"Argument `--lora_rank`={args.lora_rank} needs `--preset`: "
+                "LoRA adapts pretrained weights (without a preset the frozen "
+                "backbone would keep its random initialization).")
     for name in ("dropout", "token_dropout"):
         if not 0.0 <= getattr(args, name) < 1.0:
             raise ValueError(f"Argument `--{name}` must be in [0, 1). "
@@ -256,6 +272,9 @@ def run(args, log=print):
             pooling=args.pooling,
             synthesizer_options=args.synthesizer_options,
         )
+        if args.lora_rank:
+            model.backbone.enable_lora(args.lora_rank)
+            built["lora_layers"] = model.backbone.default_lora_layer_names()
         model_lib.compile_model(
             model, task, args.learning_rate, steps_per_epoch * args.epochs,
             warmup_fraction=args.warmup_fraction,
@@ -271,7 +290,10 @@ def run(args, log=print):
                 + f", {args.num_layers} x "
                 f"SynthesizerEncoder({args.synthesizer!r}), width "
                 f"{args.hidden_dim}, {args.num_heads} heads, max_length "
-                f"{args.max_length}: {parameters:,} trainable parameters.")
+                f"{args.max_length}: {parameters:,} trainable parameters"
+                + (f" (LoRA rank {args.lora_rank} on "
+                   f"{', '.join(built['lora_layers'])}, and the head)"
+                   if args.lora_rank else "") + ".")
 
     def evaluate(model, run):
         results_metrics = {}

@@ -334,6 +334,10 @@ def test_sentence_pairs_from_glue_tsv(tmp_path):
       "--max_train_examples=32"],
      r"`--hidden_dim` must be a multiple of `--num_heads`.*"
      r"--hidden_dim=10, --num_heads=4"),
+    (["--task=builtin", "--lora_rank=4"],
+     r"`--lora_rank`=4 needs `--preset`"),
+    (["--task=builtin", "--lora_rank=0"],
+     r"`--lora_rank` must be positive\. Received: --lora_rank=0"),
     (["--task=builtin", "--steps_per_execution=0"],
      r"`--steps_per_execution` must be a positive integer\. Received: "
      r"--steps_per_execution=0"),

@@ -112,6 +112,36 @@ def test_glue_fine_tunes_the_pretrained_backbone(tmp_path):
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "from the preset" in done.stdout
 
+    # With LoRA: the adapters and the head train, the rest stays the
+    # preset's; the run's preset holds the merged weights.
+    lora_dir = str(tmp_path / "lora")
+    done = subprocess.run(
+        [a for a in glue if not a.startswith(("--model_dir", "--no_export"))]
+        + ["--lora_rank=4", "--learning_rate=1e-2",
+           f"--model_dir={lora_dir}"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "(LoRA rank 4 on value, attention_output" in done.stdout
+    adapted = SynthesizerBackbone.from_preset(preset)
+    adapted.enable_lora(4)
+    head = pretrained.hidden_dim * 2 + 2
+    expected = sum(int(np.prod(w.shape)) for w in adapted.trainable_weights)
+    assert _results(lora_dir)["parameters"] == expected + head
+    tuned = SynthesizerTextClassifier.from_preset(
+        os.path.join(lora_dir, "preset")).backbone
+    changed = set()
+    for a, b in zip(pretrained.weights, tuned.weights):
+        assert a.path == b.path
+        if not np.array_equal(keras.ops.convert_to_numpy(a),
+                              keras.ops.convert_to_numpy(b)):
+            changed.add(a.path.split("/", 1)[-1])
+    # The adapted layers' kernels (merged) and biases; nothing else.
+    assert changed and all(
+        any(f"/{name}/" in f"/{path}"
+            for name in adapted.default_lora_layer_names())
+        for path in changed), sorted(changed)
+    assert "self_attention_layer/random/logits" in changed  # R + A B
+
 
 def test_two_workers_pretrain_and_score_alike(tmp_path):
     """`--strategy=multi_worker` for real: two worker processes on
