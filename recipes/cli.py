@@ -101,21 +101,22 @@ def check_input_paths(args, flags):
     `--tf_logs`); an unknown scheme is an error naming the flag, also for
     `--model_dir` (an output: only its file system is checked).
     """
-    from recipes.core import files
+    from recipes.core import storage
 
     paths = {flag: getattr(args, flag, None) for flag in flags}
     model_dir = getattr(args, "model_dir", None)
-    if (any(path and not files.is_local(path)
+    if (any(path and not storage.is_local(path)
             for path in [model_dir, *paths.values()])
             and "tensorflow" not in sys.modules
             and not tf_logs_wanted(args)):
         import_quietly(("tensorflow",))
     if model_dir:
-        files.check_filesystem(model_dir, "model_dir")
+        storage.check_filesystem(model_dir, "model_dir")
     for flag, path in paths.items():
         if path:
-            files.check_filesystem(path, flag)
-        if path and not files.exists(path):
+            storage.check_filesystem(path, flag)
+        if path and not (os.path.exists(path) if storage.is_local(path)
+                         else storage.gfile().exists(path)):
             raise ValueError(
                 f"Argument `--{flag}`: no such file or directory: {path!r}. "
                 f"Received: --{flag}={path}")

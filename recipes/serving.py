@@ -15,15 +15,14 @@ leaves for loading with the package alone: a keras-hub preset folder, a
 `.keras` file.
 
 Pure Python (an export at a `gs://` path is written through
-`recipes.core.files`).
+`tf.io.gfile`).
 """
 
 import os
 import shutil
 import tempfile
 
-from recipes.core import atomic
-from recipes.core import files
+from recipes.core import storage
 
 TOKEN_IDS_NEEDS = ("tensorflow (no tensorflow-text: the token ids are "
                    "made outside the graph)")
@@ -84,26 +83,32 @@ def usage(path, signature, inputs, outputs, example, needs=NEEDS):
 
 def write_readme(export_dir, description):
     """Writes `description["readme"]` as `<export_dir>/assets/README.md`."""
-    folder = files.join(export_dir, "assets")
-    files.makedirs(folder)
-    path = files.join(folder, "README.md")
-    files.write_text(path, description["readme"])
-    return path
+    folder = storage.join(export_dir, "assets")
+    storage.gfile().makedirs(folder)
+    return storage.write_file(storage.join(folder, "README.md"),
+                                    description["readme"])
 
 
 def write_export(path, save, describe):
     """Writes a SavedModel with `save(folder)` and its
     `assets/README.md` from `describe("path/to/export")` (a `usage`).
 
-    Written to a temporary folder, then renamed: a kill while exporting
-    never leaves a half-written SavedModel at `path`. Returns `path`.
+    An earlier export at `path` (a killed run's) is deleted first; the
+    export is complete once `results.json` records it. Returns `path`.
     """
-    def write(tmp):
-        save(tmp)
-        write_readme(tmp, describe("path/to/export"))
-
-    atomic.atomic_write(path, write)
+    _remove(path)
+    save(path)
+    write_readme(path, describe("path/to/export"))
     return path
+
+
+def _remove(path):
+    """Deletes the file or folder `path` if it exists."""
+    gfile = storage.gfile()
+    if gfile.isdir(path):
+        gfile.rmtree(path)
+    elif gfile.exists(path):
+        gfile.remove(path)
 
 
 def token_ids_usage(path, model):
@@ -185,34 +190,38 @@ def token_ids_export(path, model, log=print):
 
 def save_preset(path, model):
     """Saves `model` (a keras-hub task, with its preprocessor) as a preset
-    folder at `path` (`model.save_to_preset`), replaced atomically.
+    folder at `path` (`model.save_to_preset`), replacing an earlier one.
 
     keras-hub writes presets with local file operations: for a `path`
     with a scheme (`gs://`), the preset is written to a local temporary
-    folder, then copied (`files.write_locally`). Returns `path`.
+    folder, then copied file by file. Returns `path`.
     """
-    atomic.atomic_write(path, lambda tmp: files.write_locally(
-        tmp, model.save_to_preset))
+    _remove(path)
+    if storage.is_local(path):
+        model.save_to_preset(path)
+        return path
+    gfile = storage.gfile()
+    local = tempfile.mkdtemp(prefix="recipes-")
+    try:
+        model.save_to_preset(local)
+        for folder, _, names in os.walk(local):
+            relative = os.path.relpath(folder, local)
+            target = (path if relative == "." else
+                      storage.join(path, *relative.split(os.sep)))
+            gfile.makedirs(target)
+            for name in names:
+                gfile.copy(os.path.join(folder, name),
+                           storage.join(target, name))
+    finally:
+        shutil.rmtree(local, ignore_errors=True)
     return path
 
 
 def save_keras_model(path, model):
-    """Saves `model` as a `.keras` file at `path` (`model.save`), replaced
-    atomically; for a `path` with a scheme (`gs://`), saved to a local
-    temporary file, then copied. Returns `path`."""
-    def write(tmp):
-        if files.is_local(tmp):
-            model.save(tmp)
-            return
-        local = tempfile.mkdtemp(prefix="recipes-")
-        try:
-            saved = os.path.join(local, files.basename(tmp))
-            model.save(saved)
-            files.copy(saved, tmp)
-        finally:
-            shutil.rmtree(local, ignore_errors=True)
-
-    atomic.atomic_write(path, write)
+    """Saves `model` as a `.keras` file at `path` (`model.save`, which
+    writes `gs://` paths too), replacing an earlier one. Returns `path`."""
+    _remove(path)
+    model.save(path)
     return path
 
 

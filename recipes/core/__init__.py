@@ -17,19 +17,17 @@
   processes.
 - `precision`: the dtype policy and the float32 matmul precision.
 - `environment`: versions and devices, for `results.json`.
-- `files`: every file operation, on local paths (Python's `os`, `open`)
-  and on `gs://` and other `tf.io.gfile` file systems.
 - `data_files`: `DataError` and data-file checks.
 - `vocabulary`: WordPiece vocabularies (learned, read, saved).
-- `atomic`: atomic writes, JSON files and the recovery of what a killed
-  write left behind.
-- `run_directory`: `RunDirectory` (configuration, backup, history,
-  results).
+- `storage`: reading and writing files through `tf.io.gfile` (local
+  paths, `gs://`).
+- `run_directory`: `RunDirectory` (configuration, versioned checkpoints,
+  history, results).
 - `training`: schedule, moving average, resumable epoch streams, steps
   timer, time budget, and the callbacks `Model.fit` gets
   (`assemble_callbacks`).
-- `callbacks`: Keras' BackupAndRestore (atomic, chief-only), CSVLogger
-  history and TensorBoard, as every recipe trains with them.
+- `callbacks`: the checkpoint callback (restores, writes chief-only) and
+  TensorBoard, as every recipe trains with them.
 - `experiment`: the fit-evaluate-export skeleton of every recipe's `run()`
   (`train_and_evaluate`).
 

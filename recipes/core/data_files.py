@@ -1,7 +1,9 @@
 """Data-file checks shared by the recipes (pure Python, every backend;
-paths with a scheme such as `gs://` through `recipes.core.files`)."""
+paths with a scheme such as `gs://` through `tf.io.gfile`)."""
 
-from recipes.core import files
+import os
+
+from recipes.core import storage
 
 
 class DataError(ValueError):
@@ -14,10 +16,17 @@ def check_data_file(path, what="data file"):
     Raises:
         DataError: naming `what` was expected and where.
     """
-    if not files.exists(path):
+    if storage.is_local(path):  # no TensorFlow for a local file
+        exists, isdir = os.path.exists(path), os.path.isdir(path)
+        size = os.path.getsize(path) if exists and not isdir else 0
+    else:
+        gfile = storage.gfile()
+        exists, isdir = gfile.exists(path), gfile.isdir(path)
+        size = gfile.stat(path).length if exists and not isdir else 0
+    if not exists:
         raise DataError(f"Expected the {what} at {path}; no such file.")
-    if not files.isfile(path):
+    if isdir:
         raise DataError(f"Expected the {what} at {path}; it is not a file.")
-    if files.getsize(path) == 0:
+    if size == 0:
         raise DataError(f"The {what} at {path} is empty.")
     return path

@@ -4,8 +4,8 @@ A recipe prepares its data, then hands `train_and_evaluate` its own pieces:
 how to build and compile the model, the training dataset, how to evaluate
 and how to export. The skeleton builds the model under the strategy's
 scope, trains with the shared callbacks (`training.assemble_callbacks`:
-Keras' BackupAndRestore resumes an interrupted run), evaluates on every
-worker, exports on the chief, and writes `results.json` atomically.
+the run directory's checkpoint resumes an interrupted run), evaluates on
+every worker, exports on the chief, and writes `results.json`.
 """
 
 import contextlib
@@ -93,7 +93,7 @@ def train_and_evaluate(args, run_dir, strategy, build, train_data,
     with strategy.scope():
         model = build()
     # Where the backup is (the recipe's `train_data` starts there too);
-    # Keras' BackupAndRestore loads it when `fit` starts.
+    # The checkpoint callback loads it when `fit` starts.
     initial_epoch = run_dir.resume()
     parameters = training.count_params(model)
     if describe is not None:

@@ -10,7 +10,8 @@ both: the preset's weights only fit its own architecture.
 
 import json
 
-from recipes.core import files
+from recipes.core import storage
+from recipes.core.storage import join
 from recipes.core.data_files import DataError
 
 VOCABULARY_ASSET = "assets/tokenizer/vocabulary.txt"
@@ -34,13 +35,12 @@ class Preset:
 
 
 def _read_json(path, what):
-    if not files.isfile(path):
+    if not storage.isfile(path):
         raise DataError(f"Argument `--preset`: expected {what} at {path}; no "
                         "such file (a keras-hub preset folder, as "
                         "`save_to_preset` writes it).")
     try:
-        with files.open(path, encoding="utf-8") as f:
-            return json.load(f)
+        return json.loads(storage.read_text(path))
     except (ValueError, UnicodeDecodeError) as error:
         raise DataError(f"Argument `--preset`: {path} is not valid JSON "
                         f"({error}).") from None
@@ -58,11 +58,11 @@ def read_preset(path, backbone_classes, recipe):
             WordPiece tokenizer without its vocabulary; the message names
             the file and what was expected.
     """
-    if not files.isdir(path):
+    if not storage.gfile().isdir(path):
         raise DataError(f"Argument `--preset`: {path} is not a folder; "
                         "expected a keras-hub preset folder (e.g. "
                         "<model_dir>/preset of recipes.pretrain).")
-    config = _read_json(files.join(path, "config.json"),
+    config = _read_json(join(path, "config.json"),
                         "the backbone's config.json")
     backbone_class = config.get("class_name")
     if backbone_class not in backbone_classes:
@@ -71,12 +71,12 @@ def read_preset(path, backbone_classes, recipe):
             f"{recipe} fine-tunes a {' or '.join(backbone_classes)} "
             f"(config.json's class_name).")
     task_class = None
-    if files.isfile(files.join(path, "task.json")):
-        task_class = _read_json(files.join(path, "task.json"),
+    if storage.isfile(join(path, "task.json")):
+        task_class = _read_json(join(path, "task.json"),
                                 "task.json").get("class_name")
     tokenizer = vocabulary = vocabulary_path = None
-    if files.isfile(files.join(path, "tokenizer.json")):
-        tokenizer = _read_json(files.join(path, "tokenizer.json"),
+    if storage.isfile(join(path, "tokenizer.json")):
+        tokenizer = _read_json(join(path, "tokenizer.json"),
                                "tokenizer.json")
     if tokenizer is None or tokenizer.get("class_name") != (
             "SynthesizerTokenizer"):
@@ -85,12 +85,12 @@ def read_preset(path, backbone_classes, recipe):
             f"Argument `--preset`: {path} has no WordPiece "
             f"SynthesizerTokenizer (tokenizer.json: {found}); {recipe} "
             "tokenizes with the preset's WordPiece vocabulary.")
-    vocabulary_path = files.join(path, VOCABULARY_ASSET)
-    if not files.isfile(vocabulary_path):
+    vocabulary_path = join(path, VOCABULARY_ASSET)
+    if not storage.isfile(vocabulary_path):
         raise DataError(f"Argument `--preset`: the tokenizer's vocabulary "
                         f"{vocabulary_path} is missing.")
-    with files.open(vocabulary_path, encoding="utf-8") as f:
-        vocabulary = [line.rstrip("\n") for line in f if line.rstrip("\n")]
+    vocabulary = [line for line in storage.read_text(
+        vocabulary_path).split("\n") if line]
     return Preset(path, backbone_class, config.get("config", {}),
                   tokenizer.get("config", {}), vocabulary, vocabulary_path,
                   task_class)

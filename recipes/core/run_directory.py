@@ -1,21 +1,53 @@
-"""The run directory: one configuration, its checkpoints, history and
-results, written atomically so that a killed run never leaves a
-half-written file that a restart would load.
+"""The run directory: a run's configuration, versioned checkpoints, history
+and results, on a local disk or on any file system `tf.io.gfile` knows
+(`gs://bucket/run`).
 
-The atomic writes and JSON files (`atomic_write`, `write_json`,
-`read_json`, `remove_temporary_files`, ...) are `recipes.core.atomic`'s,
-importable from here too.
+Layout:
+    args.json             the run's arguments (checked on resume)
+    vocab.txt, ...        what the recipe prepares (its vocabulary)
+    backup/epoch-N/       the checkpoint after epoch N: `model.weights.h5`
+                          (model and optimizer), `seeds.json` (the
+                          dropout layers' seed states) and `history.json`
+                          (one row of metrics per epoch 1 .. N)
+    backup/LATEST         one line, `epoch-N`: the checkpoint a restart
+                          resumes from
+    history.csv           the latest checkpoint's history, as Keras'
+                          CSVLogger writes it
+    logs/                 TensorBoard
+    results.json          the final results
+
+A checkpoint is written whole before `LATEST` names it, and `LATEST` is
+replaced by one rename of a file written next to it (on an object store
+an object is replaced whole): a run killed at any moment leaves `LATEST`
+naming a complete checkpoint. A half-written `epoch-N/` is never read and
+is written again when epoch N ends again; the checkpoints before the one
+`LATEST` names are deleted. Nothing is rewritten in place.
+
+Only the chief writes (`cluster.is_chief`); every worker reads the chief's
+checkpoint, so `--model_dir` must be a folder every worker sees.
+
+Runs written by keras-synth 0.1 (`backup/latest.weights.h5` and
+`backup/training_metadata.json`, no `LATEST`) resume too.
+
+Importing this module imports neither TensorFlow nor Keras.
 """
 
+import contextlib
+import csv
+import io
+import os
+import re
+
 from recipes.core import callbacks
-from recipes.core import files
-from recipes.core.atomic import TMP_PREFIX
-from recipes.core.atomic import atomic_write
-from recipes.core.atomic import read_json
-from recipes.core.atomic import remove_temporary_files
-from recipes.core.atomic import temporary_path
-from recipes.core.atomic import write_json
 from recipes.core.cluster import is_chief
+from recipes.core.storage import check_filesystem
+from recipes.core.storage import gfile
+from recipes.core.storage import is_local
+from recipes.core.storage import join
+from recipes.core.storage import read_json
+from recipes.core.storage import read_text
+from recipes.core.storage import write_file
+from recipes.core.storage import write_json
 
 # Flags that don't change what a run computes: a run directory may be reused
 # with different values (e.g. resume a run on another machine).
@@ -23,119 +55,182 @@ RUNTIME_FLAGS = frozenset(
     {"model_dir", "strategy", "tpu", "verbose", "tensorboard", "export",
      "jit_compile", "data_dir", "vocab_file", "tfds_data_dir", "tf_logs",
      "cluster_timeout", "steps_per_execution", "distribution",
-     "model_parallel", "job_addresses", "num_processes", "process_id"}
+     "model_parallel", "job_addresses", "num_processes", "process_id",
+     "matmul_precision"}
 )
 
+_CHECKPOINT = re.compile(r"^epoch-(\d+)$")
+LATEST = "LATEST"
+WEIGHTS = "model.weights.h5"
+SEEDS = "seeds.json"
+HISTORY = "history.json"
 
-# TF32 or not (`--matmul_precision`) moves round-off only, as `--jit_compile`.
-RUNTIME_FLAGS = RUNTIME_FLAGS | {"matmul_precision"}
+
+# ---------------------------------------------------------- run directory
 
 
 class RunDirectory:
-    """A run directory: configuration, backup, history, logs and results.
-
-    Layout:
-        args.json            the run's arguments (checked on resume)
-        vocab.txt            the vocabulary
-        backup/              `keras.callbacks.BackupAndRestore`'s backup
-                             of the last finished epoch (model, optimizer)
-        history.csv          one row of metrics per finished epoch
-                             (`keras.callbacks.CSVLogger`)
-        logs/                TensorBoard
-        results.json         the final results
+    """A run directory: configuration, checkpoints, history and results
+    (the layout is the module's docstring).
 
     A run directory belongs to one configuration: starting it again with
-    different arguments (other than `RUNTIME_FLAGS`) raises a ValueError
+    different arguments (other than `runtime_flags`) raises a ValueError
     naming the differences, instead of mixing two runs.
 
-    In a multi-worker run only the chief writes it (and repairs what a
-    killed run left); the other workers read the chief's files (the
-    vocabulary, the backup), so every worker must see the same folder.
-
-    `path` may be a local folder or a folder on any file system
-    `tf.io.gfile` knows (`gs://bucket/run`): every file goes through
-    `recipes.core.files`, whose docstring says how writes stay atomic
-    without an atomic rename.
-
     Args:
-        path: the directory (created).
+        path: the directory (created), local or `scheme://...`.
         config: a dict of the run's arguments (`vars(args)`).
         runtime_flags: keys that may differ between starts.
     """
 
     def __init__(self, path, config, runtime_flags=RUNTIME_FLAGS):
-        files.check_filesystem(path, "model_dir")
-        self.root = files.abspath(path)
+        check_filesystem(path, "model_dir")
+        self.root = (os.path.abspath(path) if is_local(path)
+                     else path.rstrip("/"))
         self.config = dict(config)
         self.runtime_flags = frozenset(runtime_flags)
         self.is_chief = is_chief()
         self.backup_dir = self.path("backup")
         self.history_path = self.path("history.csv")
         self.log_dir = self.path("logs")
-        if not self.is_chief:
-            return
-        files.makedirs(self.root)
-        self._check_config()
-        # What a killed run was writing when it died is never loaded.
-        remove_temporary_files(self.root)
+        if self.is_chief:
+            gfile().makedirs(self.root)
+            self._check_config()
 
     def path(self, *names):
-        return files.join(self.root, *names)
+        return join(self.root, *names)
 
     def _check_config(self):
         saved_path = self.path("args.json")
-        if files.isfile(saved_path):
-            saved = read_json(saved_path)
-            keys = (set(saved) | set(self.config)) - self.runtime_flags
-            differences = {
-                k: (saved.get(k), self.config.get(k))
-                for k in sorted(keys)
-                if saved.get(k) != self.config.get(k)
-            }
-            if differences:
-                listing = ", ".join(
-                    f"--{k}: {old!r} there, {new!r} now"
-                    for k, (old, new) in differences.items()
-                )
-                raise ValueError(
-                    f"The run directory {self.root} holds a run with a "
-                    f"different configuration ({listing}). Use another "
-                    "--model_dir, or the same arguments to resume it."
-                )
-        else:
+        if not gfile().exists(saved_path):
             write_json(saved_path, self.config)
+            return
+        saved = read_json(saved_path)
+        keys = (set(saved) | set(self.config)) - self.runtime_flags
+        differences = ", ".join(
+            f"--{k}: {saved.get(k)!r} there, {self.config.get(k)!r} now"
+            for k in sorted(keys) if saved.get(k) != self.config.get(k))
+        if differences:
+            raise ValueError(
+                f"The run directory {self.root} holds a run with a "
+                f"different configuration ({differences}). Use another "
+                "--model_dir, or the same arguments to resume it.")
 
-    # ------------------------------------------------------ backup, history
+    # ----------------------------------------------------------- checkpoints
+
+    def checkpoint_path(self, epoch):
+        return join(self.backup_dir, f"epoch-{epoch}")
 
     def resume(self):
-        """The number of epochs the backup holds (0 without one): where
-        training continues. On the chief, the history keeps one row per
-        one of those epochs (a killed run may have logged one more)."""
-        epoch = callbacks.backup_epoch(self.backup_dir)
-        if self.is_chief:
-            callbacks.truncate_history(self.history_path, epoch)
+        """The number of epochs the latest checkpoint holds (0 without
+        one): where training continues."""
+        latest = join(self.backup_dir, LATEST)
+        if gfile().exists(latest):
+            name = read_text(latest).strip()
+            match = _CHECKPOINT.match(name)
+            if not match or not gfile().exists(
+                    join(self.backup_dir, name, WEIGHTS)):
+                raise ValueError(
+                    f"{latest} names {name!r}, expected `epoch-N` with a "
+                    f"checkpoint {join(self.backup_dir, name, WEIGHTS)}; "
+                    "the run directory was changed by hand. Use another "
+                    "--model_dir, or remove its backup to start again.")
+            return int(match.group(1))
+        legacy = join(self.backup_dir, "training_metadata.json")
+        return int(read_json(legacy)["epoch"]) if gfile().exists(legacy) else 0
+
+    def save_checkpoint(self, model, epoch, history):
+        """Writes the checkpoint after `epoch` (1-based) with the rows of
+        `history` (epochs 1 .. `epoch`), then names it in `LATEST` and
+        deletes the older checkpoints. Chief only: elsewhere nothing."""
+        if not self.is_chief:
+            return
+        folder = self.checkpoint_path(epoch)
+        if gfile().exists(folder):  # a killed run's, never named in LATEST
+            gfile().rmtree(folder)
+        gfile().makedirs(folder)
+        callbacks.save_weights(model, join(folder, WEIGHTS))
+        write_json(join(folder, SEEDS), callbacks.seed_states(model))
+        write_json(join(folder, HISTORY), history)
+        write_file(join(self.backup_dir, LATEST), f"epoch-{epoch}\n")
+        write_file(self.history_path, _csv(history))
+        for name in gfile().listdir(self.backup_dir):
+            match = _CHECKPOINT.match(name.rstrip("/"))
+            if match and int(match.group(1)) < epoch:
+                gfile().rmtree(join(self.backup_dir, name.rstrip("/")))
+
+    def load_checkpoint(self, model):
+        """Loads the latest checkpoint into `model` (built, compiled):
+        weights, optimizer and seed states; returns its epoch (0: none,
+        nothing loaded)."""
+        epoch = self.resume()
+        if not epoch:
+            return 0
+        if gfile().exists(join(self.backup_dir, LATEST)):
+            folder = self.checkpoint_path(epoch)
+            weights, seeds = join(folder, WEIGHTS), join(folder, SEEDS)
+        else:  # keras-synth 0.1's layout
+            weights = join(self.backup_dir, "latest.weights.h5")
+            seeds = join(self.backup_dir, "seed_states.json")
+        callbacks.load_weights(model, weights)
+        if gfile().exists(seeds):
+            callbacks.restore_seed_states(model, read_json(seeds))
         return epoch
 
-    def callbacks(self, tensorboard=True):
-        """The Keras callbacks of the run (`recipes.core.callbacks`): the
-        history, TensorBoard and the backup."""
-        return callbacks.run_callbacks(self, tensorboard=tensorboard)
-
     def restore(self, model):
-        """Loads the backup into `model` (compiled, built) without
-        training, for a run whose epochs are all done; returns its epoch."""
-        return callbacks.restore(model, self.backup_dir)
+        """`load_checkpoint` outside `fit` (a run whose epochs are all
+        done), under the model's strategy."""
+        strategy = getattr(model, "distribute_strategy", None)
+        with strategy.scope() if strategy else contextlib.nullcontext():
+            return self.load_checkpoint(model)
 
     def history(self):
-        """The per-epoch metrics of finished epochs (survives resumes)."""
-        return callbacks.read_history(self.history_path)
+        """The rows (dicts, `epoch` from 1) of the latest checkpoint's
+        epochs."""
+        epoch = self.resume()
+        if not epoch:
+            return []
+        if gfile().exists(join(self.backup_dir, LATEST)):
+            return read_json(join(self.checkpoint_path(epoch), HISTORY))
+        return _legacy_history(self.history_path, epoch)
+
+    def callbacks(self, tensorboard=True):
+        """The Keras callbacks of the run: TensorBoard into `log_dir`
+        (chief only; not with `tensorboard=False`) and the checkpoint,
+        last so that it records the logs the others added."""
+        return callbacks.run_callbacks(self, tensorboard=tensorboard)
 
     def write_results(self, results):
-        path = self.path("results.json")
-        write_json(path, results)
-        return path
+        return write_json(self.path("results.json"), results)
 
 
-__all__ = ["RUNTIME_FLAGS", "RunDirectory", "TMP_PREFIX", "atomic_write",
-           "read_json", "remove_temporary_files", "temporary_path",
-           "write_json"]
+def _csv(history):
+    """The rows as Keras' CSVLogger writes them: `epoch` (from 0), then
+    every metric (sorted)."""
+    keys = sorted({k for row in history for k in row} - {"epoch"})
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["epoch", *keys])
+    for row in history:
+        writer.writerow([row["epoch"] - 1, *(row.get(k, "NA") for k in keys)])
+    return out.getvalue()
+
+
+def _legacy_history(path, epochs):
+    """The rows of epochs 1 .. `epochs` of keras-synth 0.1's `history.csv`
+    (Keras' CSVLogger: `epoch` from 0, `NA` for a missing value)."""
+    if not gfile().exists(path):
+        return []
+    rows = {}
+    for row in csv.DictReader(io.StringIO(read_text(path))):
+        try:
+            record = {k: float(v) for k, v in row.items() if v != "NA"}
+        except (TypeError, ValueError):
+            continue  # a row a kill cut short
+        epoch = int(record.pop("epoch")) + 1
+        if epoch <= epochs:
+            rows[epoch] = {"epoch": epoch, **record}
+    return [rows[e] for e in sorted(rows)]
+
+
+__all__ = ["RUNTIME_FLAGS", "RunDirectory"]

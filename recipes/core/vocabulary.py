@@ -3,7 +3,7 @@ file, checked, saved in the run directory."""
 
 import time
 
-from recipes.core import files
+from recipes.core import storage
 from recipes.core.data_files import DataError
 from recipes.core.data_files import check_data_file
 
@@ -36,8 +36,8 @@ def load_vocabulary(path, reserved_tokens=RESERVED_TOKENS):
         DataError: the file is missing or empty, or lacks a reserved token.
     """
     check_data_file(path, "vocabulary file (one token a line)")
-    with files.open(path, encoding="utf-8") as f:
-        vocab = [line.rstrip("\n") for line in f if line.rstrip("\n")]
+    vocab = [line for line in storage.read_text(path).split("\n")
+             if line]
     missing = [t for t in reserved_tokens if t not in vocab]
     if missing:
         raise DataError(
@@ -53,9 +53,7 @@ def load_vocabulary(path, reserved_tokens=RESERVED_TOKENS):
 
 
 def save_vocabulary(vocab, path):
-    with files.open(path, "w", encoding="utf-8") as f:
-        for token in vocab:
-            f.write(token + "\n")
+    storage.write_file(path, "".join(t + "\n" for t in vocab))
 
 
 def wordpiece_tokenizer(vocab, lowercase=True):
@@ -82,7 +80,7 @@ def prepare_vocabulary(run_dir, texts, vocab_file=None, vocab_size=8000,
     `reserved_tokens`.
     """
     saved = run_dir.path(filename)
-    if files.isfile(saved):
+    if storage.gfile().exists(saved):
         return load_vocabulary(saved, reserved_tokens)
     if vocab_file:
         vocab = load_vocabulary(vocab_file, reserved_tokens)

@@ -5,7 +5,7 @@ import numpy as np
 
 from keras_synth.models import export_text_classifier
 from recipes import serving
-from recipes.core import files
+from recipes.core import storage
 
 
 def input_names(task):
@@ -39,7 +39,7 @@ def export_saved_model(path, model, preprocessor, task):
 def save_preset(path, model, preprocessor):
     """Saves `model` with `preprocessor` as a keras-hub preset directory
     (`SynthesizerTextClassifier.from_preset(path)` takes raw strings),
-    atomically, also at a `gs://` path (`serving.save_preset`)."""
+    also at a `gs://` path (`serving.save_preset`)."""
     model.preprocessor = preprocessor
     return serving.save_preset(path, model)
 
@@ -133,8 +133,7 @@ def plot_attention(path, scores, tokens, title="", caption=""):
     bar = fig.colorbar(image, ax=axes, fraction=0.03, pad=0.02)
     bar.set_label("attention weight", fontsize=7)
     bar.ax.tick_params(labelsize=6)
-    files.makedirs(files.dirname(path) or ".")
-    files.save_figure(fig, path, dpi=130)
+    storage.save_figure(fig, path, dpi=130)
     plt.close(fig)
     return path
 

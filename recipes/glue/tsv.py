@@ -1,4 +1,4 @@
-"""Readers for GLUE's own TSV files (pure Python, no TensorFlow).
+"""Readers for GLUE's own TSV files (through `tf.io.gfile`: local or `gs://`).
 
 GLUE distributes each task as a folder (`SST-2/train.tsv`, `dev.tsv`,
 `test.tsv`; MNLI has `dev_matched.tsv`, `dev_mismatched.tsv`, ...). The files
@@ -10,9 +10,12 @@ and no labels.
 
 import csv
 import dataclasses
+import io
+import os
 import sys
 
-from recipes.core import files
+from recipes.core import storage
+from recipes.core.storage import join
 from recipes.core.data_files import DataError
 
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
@@ -40,9 +43,11 @@ class Split:
 
 
 def _rows(path):
-    if not files.isfile(path):
+    if not storage.isfile(path):
         raise DataError(f"Data file not found: {path}")
-    with files.open(path, encoding="utf-8-sig", newline="") as f:
+    with storage.gfile().GFile(path, "rb") as f:
+        text = f.read().decode("utf-8-sig")
+    with io.StringIO(text, newline="") as f:
         reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
         for line, row in enumerate(reader, start=1):
             if row == [] or row == [""]:
@@ -152,24 +157,24 @@ def find_task_dir(data_dir, task):
     Raises:
         DataError: neither holds the task's training file.
     """
-    if not files.isdir(data_dir):
+    if not storage.gfile().isdir(data_dir):
         raise DataError(
             f"--data_dir={data_dir} is not a directory. Expected GLUE's "
-            f"layout: {files.join(data_dir, task.glue_dir, 'train.tsv')}, "
+            f"layout: {join(data_dir, task.glue_dir, 'train.tsv')}, "
             "... (or the task folder itself)."
         )
-    candidates = [files.join(data_dir, task.glue_dir), data_dir]
+    candidates = [join(data_dir, task.glue_dir), data_dir]
     for folder in candidates:
-        if files.isfile(files.join(folder, "train.tsv")):
+        if storage.isfile(join(folder, "train.tsv")):
             return folder
-    expected = [files.join(candidates[0], "train.tsv")] + [
-        files.join(candidates[0], f) for f, *_ in task.eval_splits.values()
+    expected = [join(candidates[0], "train.tsv")] + [
+        join(candidates[0], f) for f, *_ in task.eval_splits.values()
     ]
     raise DataError(
         f"--data_dir={data_dir} has no files of task {task.name!r}. "
         f"Expected GLUE's {task.glue_dir} layout: {', '.join(expected)} "
-        f"(or {files.join(data_dir, 'train.tsv')} when --data_dir is the "
-        f"task folder). Found: {sorted(files.listdir(data_dir))[:10]}"
+        f"(or {join(data_dir, 'train.tsv')} when --data_dir is the "
+        f"task folder). Found: {sorted(storage.gfile().listdir(data_dir))[:10]}"
     )
 
 
@@ -181,22 +186,22 @@ def read_task_dir(folder, task, with_test=True):
         `{name: Split}`. Test files are optional (GLUE's test labels are
         hidden; their predictions go into a submission file).
     """
-    train = read_tsv(files.join(folder, "train.tsv"), task)
+    train = read_tsv(join(folder, "train.tsv"), task)
     evals = {}
     for split, (filename, *_) in task.eval_splits.items():
-        path = files.join(folder, filename)
-        if not files.isfile(path):
+        path = join(folder, filename)
+        if not storage.isfile(path):
             raise DataError(
                 f"Task {task.name!r}: evaluation file {path} not found. "
                 f"Expected {', '.join(f for f, *_ in task.eval_splits.values())}"
-                f" next to {files.join(folder, 'train.tsv')}."
+                f" next to {join(folder, 'train.tsv')}."
             )
         evals[split] = read_tsv(path, task)
     tests = {}
     if with_test:
         for split, (filename, *_) in task.test_splits.items():
-            path = files.join(folder, filename)
-            if files.isfile(path):
+            path = join(folder, filename)
+            if storage.isfile(path):
                 tests[split] = read_tsv(path, task, labeled=False)
     return train, evals, tests
 
@@ -207,12 +212,12 @@ def write_submission(path, task, ids, predictions):
     Labels are written as GLUE expects them: label names for MNLI, QNLI and
     RTE, `0`/`1` for the binary tasks, scores clipped to [0, 5] for STS-B.
     """
-    files.makedirs(files.dirname(path) or ".")
-    with files.open(path, "w", encoding="utf-8", newline="") as f:
-        f.write("index\tprediction\n")
-        for i, p in zip(ids, predictions):
-            if task.is_regression:
-                value = f"{min(5.0, max(0.0, float(p))):.3f}"
-            else:
-                value = task.labels[int(p)]
-            f.write(f"{i}\t{value}\n")
+    storage.gfile().makedirs(os.path.dirname(path) or ".")
+    lines = ["index\tprediction\n"]
+    for i, p in zip(ids, predictions):
+        if task.is_regression:
+            value = f"{min(5.0, max(0.0, float(p))):.3f}"
+        else:
+            value = task.labels[int(p)]
+        lines.append(f"{i}\t{value}\n")
+    storage.write_file(path, "".join(lines))

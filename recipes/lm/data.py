@@ -21,11 +21,12 @@ time and 0 elsewhere (padding, or context already scored by an earlier
 window with a sliding `eval_stride`).
 """
 
+import gzip
 import os
 
 import numpy as np
 
-from recipes.core import files
+from recipes.core import storage
 from recipes.core.data_files import DataError
 from recipes.core.data_files import check_data_file
 
@@ -52,8 +53,8 @@ def read_text_file(path, what="text file"):
     """
     check_data_file(path, what)
     try:
-        raw = (files.read_gzip(path) if path.endswith(".gz")
-               else files.read_bytes(path))
+        raw = storage.read_bytes(path)
+        raw = gzip.decompress(raw) if path.endswith(".gz") else raw
     except (OSError, EOFError) as error:
         raise DataError(
             f"Could not read the {what} {path} ({error}); expected "

@@ -267,9 +267,9 @@ def plot_attention(scores, path, title, labels=None):
             ax.tick_params(labelsize=6)
     fig.colorbar(image, ax=axes, shrink=0.8, label="attention probability")
     fig.suptitle(title, fontsize=9)
-    from recipes.core import files
+    from recipes.core import storage
 
-    files.save_figure(fig, path, dpi=90)
+    storage.save_figure(fig, path, dpi=90)
     plt.close(fig)
     return path
 

@@ -11,8 +11,7 @@ from keras_synth.models import SynthesizerByteTokenizer
 from keras_synth.models import SynthesizerCharTokenizer
 from keras_synth.models import SynthesizerTokenizer
 from keras_synth.models import learn_wordpiece_vocabulary
-from recipes.core import files
-from recipes.core import run_directory
+from recipes.core import storage
 from recipes.core.vocabulary import load_vocabulary
 from recipes.lm.data import TOKENIZERS
 
@@ -50,8 +49,8 @@ def prepare_tokenizer(run_dir, args, train_text, log=print):
     saved = run_dir.path("vocabulary.json")
     vocabulary = None
     if args.tokenizer != "byte":
-        if files.isfile(saved):
-            vocabulary = run_directory.read_json(saved)
+        if tf.io.gfile.exists(saved):
+            vocabulary = storage.read_json(saved)
         elif args.vocab_file:
             vocabulary = load_vocabulary(args.vocab_file)
     start = time.time()
@@ -61,9 +60,9 @@ def prepare_tokenizer(run_dir, args, train_text, log=print):
         log(f"Learned a {args.tokenizer} vocabulary of "
             f"{tokenizer.vocabulary_size()} tokens in "
             f"{time.time() - start:.1f}s.")
-    if run_dir.is_chief and not files.isfile(saved) and (
+    if run_dir.is_chief and not tf.io.gfile.exists(saved) and (
             args.tokenizer != "byte"):
-        run_directory.write_json(saved, vocabulary_of(tokenizer))
+        storage.write_json(saved, vocabulary_of(tokenizer))
     return tokenizer
 
 

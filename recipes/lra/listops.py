@@ -38,8 +38,8 @@ Pure Python: no TensorFlow.
 
 import random
 
-from recipes.core import atomic
-from recipes.core import files
+from recipes.core import storage
+from recipes.core.storage import join
 from recipes.core.data_files import DataError
 from recipes.lm import data as lm_data
 
@@ -210,7 +210,7 @@ def write_tsv(path, rows):
     `Source<TAB>Target`)."""
     lines = ["\t".join(HEADER)] + [f"{source}\t{label}"
                                    for source, label in rows]
-    files.write_text(path, "\n".join(lines) + "\n")
+    storage.write_file(path, "\n".join(lines) + "\n")
     return path
 
 
@@ -252,8 +252,9 @@ def read_splits(data_dir, task="basic"):
     `listops-1000/` folder; each may also be `.tsv.gz`)."""
     splits = {}
     for split in SPLITS:
-        path = files.join(data_dir, file_name(split, task))
-        if not files.exists(path) and files.exists(path + ".gz"):
+        path = join(data_dir, file_name(split, task))
+        gfile = storage.gfile()
+        if not gfile.exists(path) and gfile.exists(path + ".gz"):
             path += ".gz"
         splits[split] = read_tsv(path)
     return splits
@@ -266,30 +267,28 @@ def cache_folder(cache_dir, seed, parameters):
     name = (f"listops-seed{seed}-n{p['train_size']}-{p['val_size']}-"
             f"{p['test_size']}-len{p['min_length']}-{p['max_length']}-"
             f"depth{p['max_depth']}-args{p['max_args']}")
-    return files.join(cache_dir, name)
+    return join(cache_dir, name)
 
 
 def cached_splits(cache_dir, seed, parameters, write=True, log=print):
     """The generated splits of `seed` and `parameters`, generated once and
-    written into `cache_folder(...)` (atomically: a killed write leaves no
-    half set), read from there afterwards. With `write=False` (a worker
-    other than the chief) a missing set is generated, not written."""
+    written into `cache_folder(...)`, read from there afterwards: the set
+    is complete once its `generator.json`, written last, is there (a set
+    a kill cut short is generated and written again). With `write=False`
+    (a worker other than the chief) a missing set is generated, not
+    written."""
     folder = cache_folder(cache_dir, seed, parameters)
-    if files.isdir(folder):
+    gfile = storage.gfile()
+    if gfile.exists(join(folder, "generator.json")):
         log(f"ListOps: the generated set cached in {folder}.")
         return read_splits(folder), folder
     splits = generate(seed, **parameters)
     if write:
-        files.makedirs(cache_dir)
-
-        def write_all(tmp):
-            files.makedirs(tmp)
-            for split in SPLITS:
-                write_tsv(files.join(tmp, file_name(split)), splits[split])
-            atomic.write_json(files.join(tmp, "generator.json"),
-                              dict(parameters, seed=seed))
-
-        atomic.atomic_write(folder, write_all)
+        gfile.makedirs(folder)
+        for split in SPLITS:
+            write_tsv(join(folder, file_name(split)), splits[split])
+        storage.write_json(join(folder, "generator.json"),
+                                 dict(parameters, seed=seed))
         log(f"ListOps: generated {sum(map(len, splits.values())):,} "
             f"examples (seed {seed}) into {folder}.")
     return splits, folder

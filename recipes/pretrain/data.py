@@ -23,7 +23,7 @@ import os
 
 import numpy as np
 
-from recipes.core import files
+from recipes.core import storage
 from recipes.core.data_files import DataError
 from recipes.glue import tasks
 from recipes.glue import tsv
@@ -54,7 +54,7 @@ def expand_patterns(patterns, flag="--train_files"):
     paths = []
     for pattern in patterns:
         if any(c in pattern for c in "*?["):
-            matched = sorted(files.glob(pattern))
+            matched = sorted(storage.gfile().glob(pattern))
             if not matched:
                 raise DataError(f"Argument `{flag}`: the pattern {pattern!r} "
                                 "matches no file.")

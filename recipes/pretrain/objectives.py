@@ -147,7 +147,7 @@ class HeldOutScores(keras.callbacks.Callback):
 
 def save_preset(model, path):
     """Saves `model` with its preprocessor and tokenizer as a keras-hub
-    preset folder (`recipes.serving.save_preset`: atomically)."""
+    preset folder (`recipes.serving.save_preset`)."""
     from recipes import serving
 
     return serving.save_preset(path, model)

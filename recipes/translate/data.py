@@ -6,10 +6,12 @@ called): the readers and checks work on every Keras backend.
 """
 
 import dataclasses
+import gzip
 import importlib.resources
+import os
 import re
 
-from recipes.core import files
+from recipes.core import storage
 from recipes.core.data_files import DataError
 from recipes.core.data_files import check_data_file
 
@@ -83,11 +85,10 @@ def read_lines(path, what="text file"):
         DataError: the file is missing, empty, or not UTF-8 text.
     """
     check_data_file(path, what)
-    with files.open(path, "rb") as f:
-        compressed = f.read(2) == _GZIP_MAGIC
+    data = storage.read_bytes(path)
     try:
-        data = (files.read_gzip(path) if compressed
-                else files.read_bytes(path))
+        if data[:2] == _GZIP_MAGIC:
+            data = gzip.decompress(data)
         text = data.decode("utf-8-sig")
     except (OSError, EOFError) as error:
         raise DataError(f"Could not read the {what} {path}: {error}") from None
@@ -142,8 +143,8 @@ def builtin_files(src, tgt):
 
     def path(split, language):
         name = f"{split}.{language}"
-        gz = files.join(root, name + ".gz")
-        return gz if files.isfile(gz) else files.join(root, name)
+        gz = os.path.join(root, name + ".gz")
+        return gz if os.path.isfile(gz) else os.path.join(root, name)
 
     return {split: (path(split, src), path(split, tgt)) for split in SPLITS}
 

@@ -25,10 +25,10 @@ import time
 from recipes import cli
 from recipes.core import cluster
 from recipes.core import experiment
-from recipes.core import files
 from recipes.core import flags
 from recipes.core import presets
 from recipes.core import run_directory
+from recipes.core import storage
 from recipes.core import runtime
 from recipes.core import vocabulary
 from recipes.translate import data as data_lib
@@ -394,7 +394,7 @@ def run(args, log=print):
                 "sentences/s).")
             if run_dir.is_chief:
                 path = run_dir.path(f"hypotheses.{split}.{args.tgt}")
-                files.write_text(path, "".join(
+                storage.write_file(path, "".join(
                     line + "\n" for line in hypotheses))
                 hypothesis_files[split] = path
         if hypothesis_files:

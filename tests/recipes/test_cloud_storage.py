@@ -1,6 +1,6 @@
 """The recipes on a file system other than the local disk: TensorFlow's
-in-memory `ram://`, reached through `tf.io.gfile` as `gs://` is (no atomic
-renames, no local path).
+in-memory `ram://`, reached through `tf.io.gfile` as `gs://` is (no local
+path; a file opened again for writing is appended to).
 
 The data readers and the command-line checks need TensorFlow installed (for
 `tf.io.gfile`), not the TensorFlow backend; the end-to-end run needs the
@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from recipes import cli
-from recipes.core import files
-from recipes.core import run_directory
+from recipes.core import storage
+from recipes.core.storage import join
 from recipes.core import vocabulary
 from recipes.core.data_files import DataError
 from recipes.glue import tasks
@@ -46,6 +46,23 @@ def ram():
         tf.io.gfile.rmtree(folder)
 
 
+def listdir(path):
+    return sorted(name.rstrip("/") for name in
+                  storage.gfile().listdir(path))
+
+
+def copytree(src, dst):
+    """Copies the folder `src` into `dst`, file by file (either may be
+    local or `ram://`)."""
+    gfile = storage.gfile()
+    gfile.makedirs(dst)
+    for name in listdir(src):
+        if gfile.isdir(join(src, name)):
+            copytree(join(src, name), join(dst, name))
+        else:
+            gfile.copy(join(src, name), join(dst, name), overwrite=True)
+
+
 # ---------------------------------------------------------------- readers
 
 
@@ -53,7 +70,7 @@ def ram():
 def test_glue_tsv_files_on_ram_read_as_on_disk(ram, tmp_path, name):
     task = tasks.get_task(name)
     write_glue_task(tmp_path, name)
-    files.copytree(str(tmp_path), ram)
+    copytree(str(tmp_path), ram)
     folder = tsv.find_task_dir(ram, task)
     assert folder == f"{ram}/{task.glue_dir}"
     assert tsv.find_task_dir(folder, task) == folder
@@ -66,55 +83,55 @@ def test_glue_tsv_files_on_ram_read_as_on_disk(ram, tmp_path, name):
 
 def test_glue_data_dir_on_ram_without_the_task_lists_what_is_there(ram):
     task = tasks.get_task("sst2")
-    files.write_text(files.join(ram, "README"), "x")
+    storage.write_file(join(ram, "README"), "x")
     with pytest.raises(DataError, match=(
             rf"--data_dir={ram} has no files of task 'sst2'.*"
             rf"{ram}/SST-2/train.tsv.*Found: \['README'\]")):
         tsv.find_task_dir(ram, task)
     with pytest.raises(DataError, match="is not a directory"):
-        tsv.find_task_dir(files.join(ram, "nope"), task)
+        tsv.find_task_dir(join(ram, "nope"), task)
 
 
 def test_glue_submission_on_ram(ram):
     task = tasks.get_task("sst2")
-    path = files.join(ram, "submission", "SST-2.tsv")
+    path = join(ram, "submission", "SST-2.tsv")
     for _ in range(2):  # written again by a restarted run: replaced
         tsv.write_submission(path, task, [0, 1], [1, 0])
-    assert files.read_text(path) == "index\tprediction\n0\t1\n1\t0\n"
+    assert storage.read_text(path) == "index\tprediction\n0\t1\n1\t0\n"
 
 
 def test_lm_text_files_on_ram_plain_and_gzip(ram):
     text = "First Citizen:\nBefore we proceed — any further, hear me.\n"
-    plain, packed = files.join(ram, "train.txt"), files.join(
+    plain, packed = join(ram, "train.txt"), join(
         ram, "train.txt.gz")
-    files.write_text(plain, text)
-    files.write_bytes(packed, gzip.compress(text.encode("utf-8")))
+    storage.write_file(plain, text)
+    storage.write_file(packed, gzip.compress(text.encode("utf-8")))
     assert lm_data.read_text_file(plain) == text
     assert lm_data.read_text_file(packed) == text
     assert lm_data.load_files({"train": packed, "valid": plain}) == {
         "train": text, "valid": text}
     with pytest.raises(DataError, match=r"Expected the text file at "
                        r"ram://.*/valid.txt; no such file"):
-        lm_data.read_text_file(files.join(ram, "valid.txt"))
-    files.write_bytes(files.join(ram, "bad.txt.gz"), b"plain, not gzip")
+        lm_data.read_text_file(join(ram, "valid.txt"))
+    storage.write_file(join(ram, "bad.txt.gz"), b"plain, not gzip")
     with pytest.raises(DataError, match=r"Could not read.*gzip-compressed"):
-        lm_data.read_text_file(files.join(ram, "bad.txt.gz"))
-    files.write_bytes(files.join(ram, "empty.txt"), b"")
+        lm_data.read_text_file(join(ram, "bad.txt.gz"))
+    storage.write_file(join(ram, "empty.txt"), b"")
     with pytest.raises(DataError, match="is empty"):
-        lm_data.read_text_file(files.join(ram, "empty.txt"))
+        lm_data.read_text_file(join(ram, "empty.txt"))
 
 
 def test_translation_files_on_ram_gzip_recognised_by_content(ram):
-    src, tgt = files.join(ram, "train.de"), files.join(ram, "train.en")
-    files.write_bytes(src, gzip.compress("Ein Hund.\r\nZwei.\n".encode()))
-    files.write_text(tgt, "A dog.\nTwo.\n")
+    src, tgt = join(ram, "train.de"), join(ram, "train.en")
+    storage.write_file(src, gzip.compress("Ein Hund.\r\nZwei.\n".encode()))
+    storage.write_file(tgt, "A dog.\nTwo.\n")
     pairs = translate_data.read_parallel(src, tgt)
     assert pairs.src == ["Ein Hund.", "Zwei."]
     assert pairs.tgt == ["A dog.", "Two."]
 
 
 def test_vocabulary_on_ram(ram):
-    path = files.join(ram, "vocab.txt")
+    path = join(ram, "vocab.txt")
     vocab = list(vocabulary.RESERVED_TOKENS) + ["the", "##s"]
     vocabulary.save_vocabulary(vocab, path)
     assert vocabulary.load_vocabulary(path) == vocab
@@ -126,11 +143,11 @@ def test_vocabulary_on_ram(ram):
 def test_input_paths_with_a_scheme_are_checked_with_gfile(ram):
     import argparse
 
-    present = files.join(ram, "glue")
-    files.makedirs(present)
+    present = join(ram, "glue")
+    storage.gfile().makedirs(present)
     args = argparse.Namespace(data_dir=present, vocab_file=None)
     cli.check_input_paths(args, ["data_dir", "vocab_file"])  # no error
-    args.vocab_file = files.join(ram, "vocab.txt")
+    args.vocab_file = join(ram, "vocab.txt")
     with pytest.raises(ValueError, match=(
             r"Argument `--vocab_file`: no such file or directory: "
             r"'ram://.*/vocab.txt'")):
@@ -189,7 +206,7 @@ def test_builtin_glue_run_on_ram_and_its_resume(ram, tmp_path, monkeypatch):
     from recipes.glue import train as train_lib
     from tests.recipes import test_glue_recipe
 
-    run_dir = files.join(ram, "run")
+    run_dir = join(ram, "run")
     argv = ["--task=builtin", "--synthesizer=random", f"--model_dir={run_dir}",
             "--epochs=2", "--max_train_examples=32"] + TINY
 
@@ -197,7 +214,7 @@ def test_builtin_glue_run_on_ram_and_its_resume(ram, tmp_path, monkeypatch):
         return train_lib.run(train_lib.build_parser().parse_args(argv),
                              log=lambda *_: None)
 
-    # 1. Interrupted at the end of epoch 2, before its backup.
+    # 1. Interrupted at the end of epoch 2, before its checkpoint.
     make_eval = train_lib._eval_callback
 
     def interrupting(*args):
@@ -216,43 +233,43 @@ def test_builtin_glue_run_on_ram_and_its_resume(ram, tmp_path, monkeypatch):
     with pytest.raises(Interrupted):
         run(argv)
     monkeypatch.setattr(train_lib, "_eval_callback", make_eval)
-    assert run_directory.read_json(files.join(
-        run_dir, "backup", "training_metadata.json"))["epoch"] == 1
-    assert not files.exists(files.join(run_dir, "results.json"))
+    assert storage.read_text(join(
+        run_dir, "backup", "LATEST")) == "epoch-1\n"
+    assert not storage.gfile().exists(join(run_dir, "results.json"))
     # Nothing went to a local folder named `ram:`.
     assert not os.path.exists("ram:")
 
-    # 2. The same command resumes from the backup on ram://.
+    # 2. The same command resumes from the checkpoint on ram://.
     results = run(argv)
     assert results["resumed_from_epoch"] == 1
     assert results["optimizer_steps"] == 2 * (32 // 16)  # optimizer kept
     assert [h["epoch"] for h in results["history"]] == [1, 2]
-    saved = run_directory.read_json(files.join(run_dir, "results.json"))
+    saved = storage.read_json(join(run_dir, "results.json"))
     assert saved["resumed_from_epoch"] == 1
     assert saved["metrics"]["dev"]["accuracy"] == pytest.approx(
         results["history"][-1]["dev_accuracy"], abs=1e-6)
     assert saved["export"] == f"{run_dir}/export"
-    assert sorted(files.listdir(run_dir)) == [
+    assert sorted(listdir(run_dir)) == [
         "args.json", "attention.png", "backup", "export", "history.csv",
         "logs", "preset", "results.json", "submission", "vocab.txt"]
-    assert sorted(files.listdir(files.join(run_dir, "backup"))) == [
-        "latest.weights.h5", "seed_states.json",
-        "training_metadata.json"]
-    assert files.read_bytes(files.join(run_dir, "attention.png"))[:8] == (
+    assert listdir(join(run_dir, "backup")) == ["LATEST", "epoch-2"]
+    assert listdir(join(run_dir, "backup", "epoch-2")) == [
+        "history.json", "model.weights.h5", "seeds.json"]
+    assert storage.read_bytes(join(run_dir, "attention.png"))[:8] == (
         b"\x89PNG\r\n\x1a\n")
-    assert files.glob(files.join(run_dir, "logs", "train", "events.*"))
-    lines = files.read_text(files.join(
+    assert storage.gfile().glob(join(run_dir, "logs", "train", "events.*"))
+    lines = storage.read_text(join(
         run_dir, "submission", "builtin.tsv")).splitlines()
     assert lines[0] == "index\tprediction" and len(lines) == 301
-    history = files.read_text(files.join(run_dir, "history.csv"))
+    history = storage.read_text(join(run_dir, "history.csv"))
     assert len(history.splitlines()) == 3  # header, epochs 1 and 2
 
     # 3. The SavedModel loads from ram://; a local copy of the run
     # directory holds a complete backup, preset and export that agree.
     assert "serving_default" in tf.saved_model.load(
-        files.join(run_dir, "export")).signatures
+        join(run_dir, "export")).signatures
     local = str(tmp_path / "copy")
-    files.copytree(run_dir, local)
+    copytree(run_dir, local)
     texts = [("the film was not good .",), ("the plot is great .",)]
     test_glue_recipe._reload_and_compare(
         local, tasks.get_task("builtin"), argv, texts)
@@ -272,10 +289,10 @@ def test_attention_plots_on_ram(ram):
 
     scores = [np.random.default_rng(0).random((2, 4, 4))]
     for path in (
-            lm_model.plot_attention(scores, files.join(ram, "lm.png"), "lm"),
-            glue_export.plot_attention(files.join(ram, "plots", "glue.png"),
+            lm_model.plot_attention(scores, join(ram, "lm.png"), "lm"),
+            glue_export.plot_attention(join(ram, "plots", "glue.png"),
                                        scores, ["a", "b", "c", "d"])):
         assert path.startswith(ram)
-        data = files.read_bytes(path)
+        data = storage.read_bytes(path)
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 1000
     assert not os.path.exists("ram:")

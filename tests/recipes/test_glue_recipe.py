@@ -22,6 +22,7 @@ from keras_synth.layers import SynthesizerAttention  # noqa: E402
 from keras_synth.layers import SynthesizerEncoder  # noqa: E402
 from recipes.core import precision as precision_lib  # noqa: E402
 from recipes.core import run_directory  # noqa: E402
+from recipes.core import storage  # noqa: E402
 from recipes.core import training  # noqa: E402
 from recipes.core import vocabulary  # noqa: E402
 from recipes.glue import loading, tasks  # noqa: E402
@@ -177,10 +178,10 @@ def _reload_and_compare(run_dir, task, argv_model, texts):
         num_segments=task.num_segments, sequence_length=args.max_length,
         synthesizer=args.synthesizer, hidden_dim=args.hidden_dim,
         num_layers=args.num_layers, num_heads=args.num_heads)
-    # The last backup (model and optimizer) of the run.
+    # The last checkpoint (model and optimizer) of the run.
     model_lib.compile_model(model, task, args.learning_rate, 1,
                             weight_decay=args.weight_decay)
-    config = run_directory.read_json(os.path.join(run_dir, "args.json"))
+    config = storage.read_json(os.path.join(run_dir, "args.json"))
     assert run_directory.RunDirectory(run_dir, config).restore(model) > 0
     pre = model_lib.make_preprocessor(vocab, args.max_length)
     columns = tuple(tf.constant([t[i] for t in texts])
@@ -229,7 +230,7 @@ def test_builtin_end_to_end_train_resume_export(tmp_path, monkeypatch):
             f"--model_dir={run_dir}", "--epochs=2",
             "--max_train_examples=96"] + TINY
 
-    # 1. Interrupted during the second epoch's end (before its backup).
+    # 1. Interrupted during the second epoch's end (before its checkpoint).
     make_eval = train_lib._eval_callback
 
     def interrupting(*args):
@@ -248,9 +249,8 @@ def test_builtin_end_to_end_train_resume_export(tmp_path, monkeypatch):
     with pytest.raises(Interrupted):
         run(argv)
     monkeypatch.setattr(train_lib, "_eval_callback", make_eval)
-    state = run_directory.read_json(os.path.join(
-        run_dir, "backup", "training_metadata.json"))
-    assert state["epoch"] == 1
+    with open(os.path.join(run_dir, "backup", "LATEST")) as f:
+        assert f.read() == "epoch-1\n"
     assert not os.path.exists(os.path.join(run_dir, "results.json"))
 
     # 2. Started again with the same arguments: resumes after epoch 1.
@@ -262,7 +262,7 @@ def test_builtin_end_to_end_train_resume_export(tmp_path, monkeypatch):
     assert results["optimizer_steps"] == 2 * steps  # optimizer state kept
     assert [h["epoch"] for h in results["history"]] == [1, 2]
     assert "dev_accuracy" in results["history"][0]
-    saved = run_directory.read_json(os.path.join(run_dir, "results.json"))
+    saved = storage.read_json(os.path.join(run_dir, "results.json"))
     assert saved["task"] == "builtin"
     assert saved["synthesizer"] == "random+vanilla"
     # The final dev accuracy is that of the last epoch's evaluation (same
@@ -275,7 +275,7 @@ def test_builtin_end_to_end_train_resume_export(tmp_path, monkeypatch):
     assert saved["steps_per_second"] >= steps / saved["wall_time_s"]
     assert saved["args"]["max_train_examples"] == 96
     for name in ("vocab.txt", "args.json", "attention.png", "history.csv",
-                 "backup/latest.weights.h5"):
+                 "backup/epoch-2/model.weights.h5"):
         assert os.path.isfile(os.path.join(run_dir, name)), name
     with open(os.path.join(run_dir, "attention.png"), "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"

@@ -13,12 +13,12 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 # them may import Keras (which would fix its backend) or TensorFlow.
 LIGHT = [
     "recipes", "recipes.cli", "recipes.serving", "recipes.benchmark",
-    "recipes.core.atomic", "recipes.core.callbacks",
+    "recipes.core.callbacks",
     "recipes.core.cluster", "recipes.core.data_files",
-    "recipes.core.devices", "recipes.core.environment", "recipes.core.files",
+    "recipes.core.devices", "recipes.core.environment",
     "recipes.core.flags", "recipes.core.precision", "recipes.core.runtime",
     "recipes.core.strategies",
-    "recipes.core.run_directory", "recipes.core.training",
+    "recipes.core.run_directory", "recipes.core.storage", "recipes.core.training",
     "recipes.core.vocabulary",
     "recipes.glue", "recipes.glue.__main__", "recipes.glue.train",
     "recipes.glue.tasks", "recipes.glue.tsv", "recipes.glue.loading",

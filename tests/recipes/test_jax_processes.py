@@ -216,7 +216,7 @@ def test_a_killed_process_stops_the_run_clearly_and_both_resume(tmp_path):
         return clusters
 
     first = start(str(tmp_path / "first"))
-    backup = os.path.join(run_dir, "backup", "training_metadata.json")
+    backup = os.path.join(run_dir, "backup", "LATEST")
     try:
         assert first[0].wait_for_line(0, "Epoch 2/3", timeout=600), (
             first[0].output(0)[-3000:])

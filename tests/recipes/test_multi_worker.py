@@ -21,8 +21,7 @@ if keras.backend.backend() != "tensorflow":
         allow_module_level=True,
     )
 
-from recipes.core import callbacks as callbacks_lib  # noqa: E402
-from recipes.core import run_directory  # noqa: E402
+from recipes.core import storage  # noqa: E402
 from tests.recipes.cluster import Cluster  # noqa: E402
 from tests.recipes.two_cpus import run_with_two_cpus  # noqa: E402
 
@@ -55,6 +54,13 @@ def _weights(path):
             name, np.asarray(item)) if isinstance(item, h5py.Dataset)
             else None)
     return arrays
+
+
+def _latest_weights(model_dir):
+    """The weights file of the run directory's latest checkpoint."""
+    backup = os.path.join(model_dir, "backup")
+    with open(os.path.join(backup, "LATEST")) as f:
+        return os.path.join(backup, f.read().strip(), "model.weights.h5")
 
 
 def _assert_same_weights(a_path, b_path, atol=1e-5, gradient_free=None):
@@ -109,7 +115,7 @@ def two_workers(tmp_path_factory):
 
 def test_two_workers_train_as_one_process_on_two_cpus(two_workers, tmp_path):
     model_dir, outputs = two_workers
-    results = run_directory.read_json(os.path.join(model_dir, "results.json"))
+    results = storage.read_json(os.path.join(model_dir, "results.json"))
     assert results["num_replicas"] == 2
     assert results["optimizer_steps"] == 2 * STEPS_PER_EPOCH
     assert [h["epoch"] for h in results["history"]] == [1, 2]
@@ -147,11 +153,11 @@ def test_two_workers_train_as_one_process_on_two_cpus(two_workers, tmp_path):
     mirrored_dir = str(tmp_path / "mirrored")
     assert _mirrored("recipes.glue", mirrored_dir, GLUE) == 0
     weights = _assert_same_weights(
-        os.path.join(model_dir, "backup", "latest.weights.h5"),
-        os.path.join(mirrored_dir, "backup", "latest.weights.h5"))
+        _latest_weights(model_dir),
+        _latest_weights(mirrored_dir))
     assert any("optimizer" in name and float(np.abs(w).max()) > 0
                for name, w in weights.items())
-    mirrored = run_directory.read_json(
+    mirrored = storage.read_json(
         os.path.join(mirrored_dir, "results.json"))
     assert mirrored["num_replicas"] == 2
     np.testing.assert_allclose(
@@ -181,7 +187,8 @@ def test_a_killed_worker_resumes_to_the_uninterrupted_result(two_workers,
     chief = cluster.output(0)
     assert codes[1] == -9 and codes[0] == 2, chief[-3000:]
     assert "A worker of the cluster stopped" in chief, chief[-3000:]
-    assert callbacks_lib.backup_epoch(os.path.join(model_dir, "backup")) == 1
+    with open(os.path.join(model_dir, "backup", "LATEST")) as f:
+        assert f.read() == "epoch-1\n"
     assert not os.path.exists(os.path.join(model_dir, "results.json"))
 
     # 2. Both started again with the same command (and addresses).
@@ -201,10 +208,10 @@ def test_a_killed_worker_resumes_to_the_uninterrupted_result(two_workers,
 
     # 3. The uninterrupted result: same weights, history and metrics.
     _assert_same_weights(
-        os.path.join(model_dir, "backup", "latest.weights.h5"),
-        os.path.join(reference_dir, "backup", "latest.weights.h5"))
-    resumed = run_directory.read_json(os.path.join(model_dir, "results.json"))
-    reference = run_directory.read_json(
+        _latest_weights(model_dir),
+        _latest_weights(reference_dir))
+    resumed = storage.read_json(os.path.join(model_dir, "results.json"))
+    reference = storage.read_json(
         os.path.join(reference_dir, "results.json"))
     assert resumed["resumed_from_epoch"] == 1
     assert resumed["optimizer_steps"] == 2 * STEPS_PER_EPOCH
@@ -215,8 +222,9 @@ def test_a_killed_worker_resumes_to_the_uninterrupted_result(two_workers,
                 np.testing.assert_allclose(got[key], want[key], rtol=1e-5,
                                            atol=1e-6, err_msg=key)
     assert resumed["metrics"] == reference["metrics"]
-    assert not [n for n in os.listdir(model_dir)
-                if n.startswith(run_directory.TMP_PREFIX)]
+    assert not [n for n in os.listdir(model_dir) if "tmp" in n]
+    assert sorted(os.listdir(os.path.join(model_dir, "backup"))) == [
+        "LATEST", "epoch-2"]
 
 
 def test_a_malformed_tf_config_is_a_clear_error(tmp_path):
@@ -269,7 +277,7 @@ def test_two_workers_translate_as_one_process_on_two_cpus(tmp_path):
         cluster.kill()
     outputs = [cluster.output(i) for i in range(2)]
     assert codes == {0: 0, 1: 0}, outputs[0][-3000:] + outputs[1][-3000:]
-    results = run_directory.read_json(os.path.join(model_dir, "results.json"))
+    results = storage.read_json(os.path.join(model_dir, "results.json"))
     assert results["num_replicas"] == 2
     assert 0.0 <= results["chrf"]["test"] <= 100.0
     assert "Results:" not in outputs[1] and "Exported" not in outputs[1]
@@ -311,14 +319,14 @@ def test_two_workers_translate_as_one_process_on_two_cpus(tmp_path):
     #   1 whatever the logit): its round-off gradient is about 1e-9, the
     #   other logits' 1e-3.
     _assert_same_weights(
-        os.path.join(model_dir, "backup", "latest.weights.h5"),
-        os.path.join(mirrored_dir, "backup", "latest.weights.h5"),
+        _latest_weights(model_dir),
+        _latest_weights(mirrored_dir),
         gradient_free={
             "cross_attention/synthesizers/vanilla_synthesizer/key_dense/"
             "vars/1": None,
             "synthesizer_decoder/self_attention/synthesizers/"
             "random_synthesizer/vars/0": np.s_[:, 0, 0]})
-    mirrored = run_directory.read_json(
+    mirrored = storage.read_json(
         os.path.join(mirrored_dir, "results.json"))
     for got, want in zip(results["history"], mirrored["history"]):
         for key in ("loss", "token_accuracy", "val_loss",

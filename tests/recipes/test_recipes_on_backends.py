@@ -125,7 +125,8 @@ def test_glue_killed_mid_epoch_resumes_and_exports(tmp_path):
     # With dropout (0.1 by default) the resumed epoch repeats the
     # uninterrupted run's: the backup holds the dropout layers' seed
     # states (Keras' weights files do not).
-    assert os.path.isfile(os.path.join(run_dir, "backup", "seed_states.json"))
+    assert os.path.isfile(os.path.join(run_dir, "backup", "epoch-2",
+                                       "seeds.json"))
     straight = _start("recipes.glue", str(tmp_path / "straight"), *GLUE)
     straight_out, _ = straight.communicate(timeout=600)
     assert straight.returncode == 0, straight_out[-3000:]

@@ -26,6 +26,7 @@ import tensorflow as tf  # noqa: E402
 from keras_synth.models import InverseSqrtSchedule  # noqa: E402
 from keras_synth.models import SynthesizerSeq2SeqLM  # noqa: E402
 from recipes.core import run_directory  # noqa: E402
+from recipes.core import storage  # noqa: E402
 from recipes.core import vocabulary  # noqa: E402
 from recipes.translate import data as data_lib  # noqa: E402
 from recipes.translate import modeling  # noqa: E402
@@ -270,7 +271,7 @@ def _restore(model_dir):
                            hidden_dim=32, num_layers=1, num_heads=2,
                            dropout=0.0)
     modeling.compile_lm(lm, 3e-3, 10, beam_size=2)
-    run_dir = run_directory.RunDirectory(model_dir, run_directory.read_json(
+    run_dir = run_directory.RunDirectory(model_dir, storage.read_json(
         os.path.join(model_dir, "args.json")))
     assert run_dir.restore(lm) == 3
     lm.preprocessor = modeling.make_preprocessor(vocab, vocab, 24)

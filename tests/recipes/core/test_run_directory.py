@@ -7,6 +7,7 @@ import pytest
 
 from recipes.core import cluster
 from recipes.core import run_directory
+from recipes.core import storage
 
 
 def test_run_directory_saves_and_checks_its_configuration(tmp_path):
@@ -38,7 +39,7 @@ def test_run_directory_state(tmp_path):
     assert run_dir.resume() == 2
     assert run_dir.backup_dir == os.path.join(str(tmp_path), "backup")
     path = run_dir.write_results({"accuracy": 0.5})
-    assert run_directory.read_json(path) == {"accuracy": 0.5}
+    assert storage.read_json(path) == {"accuracy": 0.5}
 
 
 def test_non_chief_worker_reads_the_chiefs_folder_and_writes_nothing(
@@ -51,13 +52,11 @@ def test_non_chief_worker_reads_the_chiefs_folder_and_writes_nothing(
     run_dir = run_directory.RunDirectory(str(folder), {"a": 1})
     assert run_dir.root == str(folder) and not run_dir.is_chief
     assert not folder.exists()  # no args.json, no scratch folder
-    # It neither checks nor repairs the chief's folder (the chief does).
+    # It does not check the chief's folder (the chief does).
     folder.mkdir()
     (folder / "args.json").write_text('{"a": 2}')
-    (folder / ".tmp-99-results.json").write_text("half")
     run_directory.RunDirectory(str(folder), {"a": 1})
-    assert sorted(os.listdir(folder)) == [".tmp-99-results.json",
-                                          "args.json"]
+    assert sorted(os.listdir(folder)) == ["args.json"]
     monkeypatch.setenv("TF_CONFIG", json.dumps({
         "cluster": {"worker": ["a:1", "b:2"]},
         "task": {"type": "worker", "index": 0}}))
