@@ -136,11 +136,30 @@ def add_device_flags(parser):
     return group
 
 
-# The variants a recipe's `--synthesizer` takes: keras-synth's built-in ones
-# (`keras_synth.layers.VARIANTS`, which a test compares), listed here so that
-# the flags are checked before Keras (and with it TensorFlow) is imported.
-SYNTHESIZERS = ("vanilla", "dense", "random", "fixed_random",
-                "factorized_dense", "factorized_random")
+def builtin_variants():
+    """keras-synth's built-in variants, `keras_synth.layers.VARIANTS`, read
+    from the package's source without importing it: importing keras_synth
+    imports Keras (which fixes the backend and takes seconds), and the
+    flags are checked before that. The package holds the one list.
+
+    Raises:
+        RuntimeError: the package's source has no `VARIANTS` tuple.
+    """
+    import ast
+    import importlib.util
+    import pathlib
+
+    source = pathlib.Path(importlib.util.find_spec("keras_synth").origin)
+    source = source.parent / "layers" / "synthesizers" / "__init__.py"
+    for node in ast.parse(source.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(
+                getattr(t, "id", None) == "VARIANTS" for t in node.targets):
+            return tuple(ast.literal_eval(node.value))
+    raise RuntimeError(f"{source} defines no VARIANTS tuple.")
+
+
+# The variants a recipe's `--synthesizer` takes: the package's built-in ones.
+SYNTHESIZERS = builtin_variants()
 SYNTHESIZERS_HELP = ", ".join(SYNTHESIZERS[:-1]) + (
     f", {SYNTHESIZERS[-1]}, or a mixture such as random+vanilla")
 
