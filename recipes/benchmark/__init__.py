@@ -35,5 +35,10 @@ Examples (2 CPU cores):
 
 from recipes.benchmark.flags import build_parser
 from recipes.benchmark.runner import main
+from recipes.registry import Recipe
+
+RECIPE = Recipe(
+    name="benchmark",
+    description="speed and memory against MultiHeadAttention")
 
 __all__ = ["build_parser", "main"]

@@ -7,3 +7,15 @@ held-out split) is pure Python and NumPy; `objectives` (the masked LM on
 models, input pipelines, held-out scoring) and `train` (the command) use
 TensorFlow.
 """
+
+from recipes.registry import SMALL, Recipe
+
+RECIPE = Recipe(
+    name="pretrain",
+    description="pretrain on plain text (masked LM, span corruption) "
+    "for --preset fine-tuning",
+    smoke={"mlm": (
+        "--objective=mlm", "--synthesizer=random+vanilla",
+        "--sequence_length=16", "--vocab_size=200", "--max_train_examples=200",
+        "--batch_size=16", "--steps_per_epoch=4", *SMALL)},
+    exports=("preset",))

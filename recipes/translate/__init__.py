@@ -6,3 +6,15 @@ is pure Python; `model` (tokenization, the encoder-decoder, loss and
 schedule), `decoding` (greedy and beam search), `export` (the serving
 SavedModel) and `train` (the command) use TensorFlow.
 """
+
+from recipes.registry import SMALL, Recipe
+
+RECIPE = Recipe(
+    name="translate",
+    description="train an encoder-decoder, translate, score",
+    smoke={"builtin": (
+        "--src=de", "--tgt=en", "--dataset=builtin",
+        "--synthesizer=random+vanilla", "--max_length=16", "--vocab_size=300",
+        "--max_train_examples=128", "--batch_size=32", "--warmup_steps=2",
+        "--beam_size=2", *SMALL)},
+    exports=("keras_model",), saved_model=True)

@@ -2,6 +2,7 @@
 checked before TensorFlow, quiet logs, the export's usage notes and the
 attention picture. Pure Python except where marked (every backend)."""
 
+import importlib
 import json
 import os
 import re
@@ -13,19 +14,17 @@ import numpy as np
 import pytest
 
 from keras_synth.layers import SynthesizerAttention
-from recipes import benchmark, cli, serving
+from recipes import benchmark, cli, registry, serving
 from recipes.glue import tasks
 from recipes.glue import train as glue_train
-from recipes.lm import train as lm_train
-from recipes.lra import train as lra_train
 from recipes.translate import train as translate_train
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
-PARSERS = {"glue": glue_train.build_parser,
-           "lm": lm_train.build_parser,
-           "lra": lra_train.build_parser,
-           "translate": translate_train.build_parser}
+# Every registered recipe that trains (`recipes/<name>/train.py`).
+PARSERS = {recipe.name: importlib.import_module(
+    f"{recipe.module}.train").build_parser
+    for recipe in registry.recipes() if recipe.smoke}
 
 
 def help_text(build_parser):
@@ -225,8 +224,7 @@ print(json.dumps(report))
 """
 
 
-@pytest.mark.parametrize("recipe", ["glue", "lm", "lra", "translate",
-                                    "benchmark"])
+@pytest.mark.parametrize("recipe", sorted(PARSERS) + ["benchmark"])
 def test_flag_errors_come_before_tensorflow(recipe):
     # One fresh process per recipe runs its rows: a bad flag or value is
     # reported without importing TensorFlow or Keras (which take seconds).
@@ -313,8 +311,7 @@ def argparse_namespace(**kwargs):
     return argparse.Namespace(**kwargs)
 
 
-@pytest.mark.parametrize("recipe", ["glue", "lm", "lra", "translate",
-                                    "benchmark"])
+@pytest.mark.parametrize("recipe", sorted(PARSERS) + ["benchmark"])
 def test_help_shows_each_default_once(recipe):
     build = (benchmark.build_parser if recipe == "benchmark"
              else PARSERS[recipe])
@@ -350,12 +347,9 @@ def test_quiet_tensorflow_restores_warnings_and_environment():
 
 
 def test_tf_logs_is_a_runtime_flag_of_every_recipe():
-    required = {"glue": ["--task=builtin"],
-                "translate": ["--src=de", "--tgt=en"], "lm": [],
-                "lra": ["--task=text"]}
-    for recipe, build_parser in PARSERS.items():
-        args = build_parser().parse_args(required[recipe] + ["--tf_logs"])
-        assert args.tf_logs is True
+    for key, recipe, argv in registry.smoke_commands():
+        args = PARSERS[recipe.name]().parse_args(argv + ["--tf_logs"])
+        assert args.tf_logs is True, key
     from recipes.core import run_directory
     assert "tf_logs" in run_directory.RUNTIME_FLAGS
 

@@ -7,28 +7,31 @@ import pathlib
 import subprocess
 import sys
 
+from recipes import registry
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 # What a user imports to reuse a recipe's parts without training; none of
 # them may import Keras (which would fix its backend) or TensorFlow.
 LIGHT = [
-    "recipes", "recipes.cli", "recipes.serving", "recipes.benchmark",
+    "recipes", "recipes.__main__", "recipes.cli", "recipes.registry",
+    "recipes.serving",
     "recipes.core.callbacks",
     "recipes.core.cluster", "recipes.core.data_files",
     "recipes.core.devices", "recipes.core.environment",
     "recipes.core.flags", "recipes.core.precision", "recipes.core.runtime",
     "recipes.core.strategies",
-    "recipes.core.run_directory", "recipes.core.storage", "recipes.core.training",
+    "recipes.core.run_directory", "recipes.core.storage",
+    "recipes.core.training",
     "recipes.core.vocabulary",
-    "recipes.glue", "recipes.glue.__main__", "recipes.glue.train",
     "recipes.glue.tasks", "recipes.glue.tsv", "recipes.glue.loading",
-    "recipes.glue.metrics",
-    "recipes.lm", "recipes.lm.__main__", "recipes.lm.train",
-    "recipes.lm.data",
-    "recipes.lra", "recipes.lra.__main__", "recipes.lra.train",
+    "recipes.glue.metrics", "recipes.lm.data",
     "recipes.lra.listops", "recipes.lra.text",
-    "recipes.translate", "recipes.translate.__main__",
-    "recipes.translate.train", "recipes.translate.data",
+    "recipes.translate.data",
+    # Every registered recipe: its package, `python -m` entry and `train`.
+    *[f"{recipe.module}{part}" for recipe in registry.recipes()
+      for part in ("", ".__main__", ".train")
+      if part != ".train" or recipe.smoke],
 ]
 
 _SCRIPT = """

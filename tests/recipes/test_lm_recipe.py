@@ -16,9 +16,10 @@ import pytest
 
 if keras.backend.backend() != "tensorflow":
     pytest.skip(
-        "recipes.lm runs on the TensorFlow backend (tf.data, tf.distribute, "
-        "SavedModel); its pure-Python parts are tested in test_lm_data.py "
-        "on every backend",
+        "these tests of recipes.lm check its TensorFlow parts (tf.data "
+        "pipelines, tensorflow-text, the SavedModel) once, on TensorFlow; "
+        "the recipe runs, is killed and resumed on every backend in "
+        "test_harness.py",
         allow_module_level=True,
     )
 

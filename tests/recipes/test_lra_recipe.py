@@ -2,7 +2,7 @@
 ListOps, the built-in text set): a run SIGKILLed in the middle of an epoch
 resumes from its backup, reports the cut documents and the steps reached,
 and exports; the attention path it announces is the one the layers take
-(TensorFlow backend, as the recipes)."""
+(TensorFlow backend; every backend: test_harness.py)."""
 
 import json
 import os

@@ -122,19 +122,11 @@ def test_glue_killed_mid_epoch_resumes_and_exports(tmp_path):
     assert [h["epoch"] for h in results["history"]] == [1, 2]
     assert results["num_replicas"] == 1
     assert results["environment"]["keras"] == keras.__version__
-    # With dropout (0.1 by default) the resumed epoch repeats the
-    # uninterrupted run's: the backup holds the dropout layers' seed
-    # states (Keras' weights files do not).
+    # The backup holds the dropout layers' seed states (Keras' weights
+    # files do not); that the resumed losses equal an uninterrupted run's
+    # is tests/recipes/test_harness.py's check, for every recipe.
     assert os.path.isfile(os.path.join(run_dir, "backup", "epoch-2",
                                        "seeds.json"))
-    straight = _start("recipes.glue", str(tmp_path / "straight"), *GLUE)
-    straight_out, _ = straight.communicate(timeout=600)
-    assert straight.returncode == 0, straight_out[-3000:]
-    with open(tmp_path / "straight" / "results.json") as f:
-        uninterrupted = json.load(f)["history"]
-    for got, want in zip(results["history"], uninterrupted, strict=True):
-        assert got["loss"] == pytest.approx(want["loss"], rel=1e-5), (
-            results["history"], uninterrupted)
     with open(os.path.join(run_dir, "attention.png"), "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
     lines = open(os.path.join(run_dir, "submission", "builtin.tsv"),

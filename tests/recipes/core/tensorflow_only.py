@@ -5,6 +5,7 @@ import pytest
 
 requires_tensorflow = pytest.mark.skipif(
     keras.backend.backend() != "tensorflow",
-    reason="tf.distribute, tf.data and tensorflow-text need the TensorFlow "
-    "backend (the recipes run on it only)",
+    reason="tests of the recipes' TensorFlow parts (tf.distribute, "
+    "tf.data, tensorflow-text, the SavedModel) run once, on TensorFlow; "
+    "every recipe runs on every backend in tests/recipes/test_harness.py",
 )

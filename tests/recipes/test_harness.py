@@ -1,0 +1,121 @@
+"""Every registered recipe on the suite's Keras backend, as a user runs it.
+
+For each smoke command of `recipes.registry` (`python -m recipes.<name>`,
+a tiny built-in task, the recipe's default `--dropout`), on the backend of
+the test run (`KERAS_BACKEND`: tensorflow, jax or torch), in real
+subprocesses:
+
+(a) two epochs uninterrupted;
+(b) the same command in a new folder, SIGKILLed in the middle of epoch 2
+    (`tests/recipes/progress_run.py`), run alongside (a);
+(c) (b) resumed: its per-epoch losses (`results.json` `history`) equal
+    (a)'s, and `results.json` names the exports the registry declares
+    (the SavedModel on TensorFlow; elsewhere `export_skipped`, one line,
+    and the `.keras` model).
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import keras
+import pytest
+
+from recipes import registry
+from tests.recipes.progress_run import kill_at
+
+BACKEND = keras.backend.backend()
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+COMMANDS = registry.smoke_commands()
+TIMEOUT = 600
+# Smoke commands whose losses differ between two identical fresh runs (so
+# also after a resume): the reason, one line. Their other checks still run;
+# the loss comparison is an xfail until the reason is fixed.
+NOT_REPRODUCIBLE = {
+    "pretrain": "--objective=mlm masks batches with keras-hub's "
+    "MaskedLMMaskGenerator, whose tensorflow-text RandomItemSelector and "
+    "MaskValuesChooser draw unseeded (stateful) random numbers in a "
+    "parallel tf.data map: epoch 1 already differs between two runs",
+}
+
+
+def _start(module, run_dir, argv):
+    """`python -m module ARGV --epochs=2 --model_dir=RUN_DIR` on this
+    suite's backend, printing a line after every training batch."""
+    env = dict(os.environ, KERAS_BACKEND=BACKEND, PYTHONUNBUFFERED="1",
+               PYTHONPATH=REPO)
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.recipes.progress_run", module, *argv,
+         "--epochs=2", f"--model_dir={run_dir}"],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True)
+
+
+def _finish(process):
+    out, _ = process.communicate(timeout=TIMEOUT)
+    assert process.returncode == 0, out[-3000:]
+    return out
+
+
+def _results(run_dir):
+    with open(os.path.join(run_dir, "results.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _check_exports(recipe, run_dir, results):
+    for key in recipe.exports:
+        assert results.get(key) and os.path.exists(results[key]), (key,
+                                                                   results)
+        assert os.path.dirname(os.path.abspath(results[key])) == run_dir
+    if not recipe.saved_model:
+        return
+    if BACKEND == "tensorflow":
+        assert results["export"] == os.path.join(run_dir, "export")
+        assert os.path.isfile(os.path.join(run_dir, "export",
+                                           "saved_model.pb"))
+        assert "export_skipped" not in results
+    else:
+        assert results["export"] is None
+        reason = results["export_skipped"]
+        assert "\n" not in reason and f"skipped on the {BACKEND} backend" in (
+            reason), reason
+        assert results["keras_model"] == os.path.join(run_dir, "model.keras")
+        assert os.path.isfile(results["keras_model"])
+
+
+@pytest.mark.parametrize("key, recipe, argv", COMMANDS,
+                         ids=[key for key, _, _ in COMMANDS])
+def test_recipe_trains_resumes_after_a_kill_and_exports(key, recipe, argv,
+                                                         tmp_path):
+    straight_dir = str(tmp_path / "straight")
+    killed_dir = str(tmp_path / "killed")
+    straight = _start(recipe.module,
+                      straight_dir, argv)
+    try:
+        kill_at(_start(recipe.module, killed_dir, argv), epoch=2, batch=2,
+                timeout=TIMEOUT)
+    finally:
+        straight_out = _finish(straight)
+    assert not os.path.exists(os.path.join(killed_dir, "results.json"))
+    resumed_out = _finish(_start(recipe.module, killed_dir, argv))
+    assert "Resuming after epoch 1 from" in resumed_out, resumed_out[-3000:]
+
+    uninterrupted, resumed = _results(straight_dir), _results(killed_dir)
+    assert resumed["resumed_from_epoch"] == 1
+    for results in (uninterrupted, resumed):
+        assert [h["epoch"] for h in results["history"]] == [1, 2], results
+        assert results["environment"]["keras"] == keras.__version__
+    assert "resumed_from_epoch" not in uninterrupted or (
+        uninterrupted["resumed_from_epoch"] in (None, 0)), uninterrupted
+    _check_exports(recipe, straight_dir, uninterrupted)
+    _check_exports(recipe, killed_dir, resumed)
+    # Dropout (the recipe's default) included: the backup holds the seed
+    # states, so the resumed epoch 2 repeats the uninterrupted one.
+    got = [h["loss"] for h in resumed["history"]]
+    want = [h["loss"] for h in uninterrupted["history"]]
+    if key in NOT_REPRODUCIBLE and got != pytest.approx(want, rel=1e-5):
+        pytest.xfail(NOT_REPRODUCIBLE[key])
+    assert got == pytest.approx(want, rel=1e-5), (got, want,
+                                                  straight_out[-500:])
