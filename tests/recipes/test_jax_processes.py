@@ -253,6 +253,12 @@ def test_a_killed_process_stops_the_run_clearly_and_both_resume(tmp_path):
     assert ("python -m recipes.glue: error: Process 1 of 2 stopped before "
             "the run ended.") in first[1].output(0)  # its guard's line
     assert not os.path.exists(os.path.join(run_dir, "results.json"))
+    # Where the stopped run got to: epoch 1, or epoch 2 when the chief
+    # wrote that checkpoint before its next collective failed (the kill
+    # races with epoch 2's four steps).
+    with open(backup) as f:
+        done = int(f.read().strip().split("-")[1])
+    assert done in (1, 2)
 
     second = start(str(tmp_path / "second"))
     try:
@@ -261,9 +267,9 @@ def test_a_killed_process_stops_the_run_clearly_and_both_resume(tmp_path):
         for process in second:
             process.kill()
     assert codes == [0, 0], second[0].output(0)[-3000:]
-    assert "Resuming after epoch 1 from" in second[0].output(0)
+    assert f"Resuming after epoch {done} from" in second[0].output(0)
     results = _results(run_dir)
-    assert results["resumed_from_epoch"] == 1
+    assert results["resumed_from_epoch"] == done
     assert [h["epoch"] for h in results["history"]] == [1, 2, 3]
     assert results["optimizer_steps"] == 3 * (64 // 16)
 
