@@ -9,7 +9,7 @@ subprocesses:
 (b) the same command in a new folder, SIGKILLed in the middle of epoch 2
     (`tests/recipes/progress_run.py`), run alongside (a);
 (c) (b) resumed: its per-epoch losses (`results.json` `history`) equal
-    (a)'s, and `results.json` names the exports the registry declares
+    (a)'s (to `LOSS_RTOL`), and `results.json` names the exports the registry declares
     (the SavedModel on TensorFlow; elsewhere `export_skipped`, one line,
     and the `.keras` model).
 """
@@ -30,6 +30,13 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 COMMANDS = registry.smoke_commands()
 TIMEOUT = 600
+# Relative tolerance of the loss comparison. Two identical runs started side
+# by side on 2 busy cores can differ in float32 rounding (PyTorch CPU, lra
+# text: 1.3e-6 in epoch 1, grown to 2.4e-5 in epoch 2 by Adam; sequential
+# runs agree to every digit). The defects the comparison targets are far
+# larger: a resumed LRA run fed epoch 1's batches again in epoch 2 logs
+# 0.621 where the uninterrupted run logs 0.830 (25%).
+LOSS_RTOL = 1e-3
 # Smoke commands whose losses differ between two identical fresh runs (so
 # also after a resume): the reason, one line. Their other checks still run;
 # the loss comparison is an xfail until the reason is fixed.
@@ -115,7 +122,7 @@ def test_recipe_trains_resumes_after_a_kill_and_exports(key, recipe, argv,
     # states, so the resumed epoch 2 repeats the uninterrupted one.
     got = [h["loss"] for h in resumed["history"]]
     want = [h["loss"] for h in uninterrupted["history"]]
-    if key in NOT_REPRODUCIBLE and got != pytest.approx(want, rel=1e-5):
+    same = got == pytest.approx(want, rel=LOSS_RTOL)
+    if key in NOT_REPRODUCIBLE and not same:
         pytest.xfail(NOT_REPRODUCIBLE[key])
-    assert got == pytest.approx(want, rel=1e-5), (got, want,
-                                                  straight_out[-500:])
+    assert same, (got, want, straight_out[-500:])
