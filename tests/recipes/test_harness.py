@@ -9,8 +9,8 @@ subprocesses:
 (b) the same command in a new folder, SIGKILLed in the middle of epoch 2
     (`tests/recipes/progress_run.py`), run alongside (a);
 (c) (b) resumed: its per-epoch losses (`results.json` `history`) equal
-    (a)'s (to `LOSS_RTOL`), and `results.json` names the exports the registry declares
-    (the SavedModel on TensorFlow; elsewhere `export_skipped`, one line,
+    (a)'s (to `LOSS_RTOL`), and `results.json` names the exports the
+    registry declares (the SavedModel on TensorFlow; elsewhere `export_skipped`, one line,
     and the `.keras` model).
 """
 
