@@ -1,9 +1,11 @@
 """The two pretraining objectives on `keras_synth.models` (TensorFlow).
 
 - `mlm`: `SynthesizerMaskedLM` on a `SynthesizerBackbone`; each window is
-  `[CLS] tokens [SEP]`, masked by `SynthesizerMaskedLMPreprocessor`'s mask
-  generator (BERT's 15% selection, 80/10/10 replacement), anew each time
-  a window is seen (dynamic masking).
+  `[CLS] tokens [SEP]`, masked by `bert_mask` (BERT's 15% selection,
+  80/10/10 replacement, as `SynthesizerMaskedLMPreprocessor` masks
+  strings), anew each time a window is seen (dynamic masking), from the
+  run's seed and the batch number (a resumed run masks as an
+  uninterrupted one).
 - `span_corruption`: `SynthesizerSeq2SeqLM` on a
   `SynthesizerSeq2SeqBackbone`; each window is corrupted by
   `SynthesizerSpanCorruptionPreprocessor` (T5's spans and sentinels).
@@ -153,6 +155,46 @@ def save_preset(model, path):
     return serving.save_preset(path, model)
 
 
+def bert_mask(token_ids, seed, special_ids, mask_id, vocabulary_size, rate,
+              slots):
+    """BERT's masking of `token_ids` (`(B, W)` int32), stateless from
+    `seed` (two int64s): in each row `ceil(rate x n)` of its `n` selectable
+    positions (ids not in `special_ids`), at most `slots`, chosen
+    uniformly; 80% of them replaced by `mask_id`, 10% by a uniform token of
+    `[0, vocabulary_size)`, 10% kept.
+
+    Returns `(masked_ids, positions, labels, weights)`: the last three
+    `(B, slots)`, the chosen positions in increasing order, their original
+    ids and 1.0, then zeros."""
+    choice_seed, draw_seed, token_seed = tf.unstack(
+        tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), 3))
+    shape = tf.shape(token_ids)
+    width = shape[1]
+    selectable = tf.reduce_all(
+        token_ids[..., None] != tf.constant(special_ids, tf.int32), -1)
+    count = tf.reduce_sum(tf.cast(selectable, tf.float64), 1)
+    chosen = tf.minimum(slots, tf.cast(tf.math.ceil(count * rate), tf.int32))
+    scores = tf.where(selectable,
+                      tf.random.stateless_uniform(shape, choice_seed), 2.0)
+    first = tf.argsort(scores, axis=1, stable=True)[:, :slots]
+    taken = tf.range(slots)[None, :] < chosen[:, None]
+    positions = tf.sort(tf.where(taken, first, width), axis=1)
+    taken = positions < width
+    positions = tf.where(taken, positions, 0)
+    labels = tf.where(taken, tf.gather(token_ids, positions, batch_dims=1), 0)
+    draw = tf.random.stateless_uniform(tf.shape(positions), draw_seed)
+    random_ids = tf.random.stateless_uniform(
+        tf.shape(positions), token_seed, minval=0, maxval=vocabulary_size,
+        dtype=tf.int32)
+    replaced = tf.where(draw < 0.8, mask_id,
+                        tf.where(draw < 0.9, random_ids, labels))
+    rows = tf.broadcast_to(tf.range(shape[0])[:, None], tf.shape(positions))
+    indices = tf.boolean_mask(tf.stack([rows, positions], -1), taken)
+    masked = tf.tensor_scatter_nd_update(token_ids, indices,
+                                         tf.boolean_mask(replaced, taken))
+    return masked, positions, labels, tf.cast(taken, tf.float32)
+
+
 class MaskedLanguageModel:
     """`--objective=mlm`."""
 
@@ -204,86 +246,58 @@ class MaskedLanguageModel:
                 f"{args.sequence_length}")
 
     def _masked(self, tokenizer, args):
-        """`(windows, lengths)` batches to the masked LM's `(x, y, w)`."""
-        masker = self.make_preprocessor(tokenizer, args)
-        masker.build(None)
-        generator = masker.masker
-        cls_id = tokenizer.token_to_id("[CLS]")
-        sep_id = tokenizer.token_to_id("[SEP]")
+        """`(batch number, (windows, lengths))` to the masked LM's
+        `(x, y, w)`: `[CLS] tokens [SEP]` masked by `bert_mask` from
+        `(seed, batch number)`, so a resumed run masks as an uninterrupted
+        one."""
+        special = [tokenizer.token_to_id(t) for t in ("[PAD]", "[CLS]",
+                                                      "[SEP]")]
+        mask_id = tokenizer.token_to_id("[MASK]")
+        slots = self.mask_selection_length(args)
 
-        def mask(windows, lengths):
+        def mask(number, rows):
+            windows, lengths = rows
             batch = tf.shape(windows)[0]
             real = tf.range(tf.shape(windows)[1])[None, :] < lengths[:, None]
             # [CLS] tokens [SEP] padding.
-            body = tf.concat([tf.fill([batch, 1], cls_id),
+            body = tf.concat([tf.fill([batch, 1], special[1]),
                               tf.where(real, windows, 0),
                               tf.zeros([batch, 1], tf.int32)], 1)
             positions = tf.range(tf.shape(body)[1])[None, :]
-            token_ids = tf.where(positions == lengths[:, None] + 1, sep_id,
-                                 body)
-            padding_mask = tf.cast(tf.not_equal(token_ids, 0), tf.int32)
-            masked = generator(token_ids)
-            x = {
-                "token_ids": tf.cast(masked["token_ids"], tf.int32),
-                "segment_ids": tf.zeros_like(token_ids),
-                "padding_mask": padding_mask,
-                "mask_positions": tf.cast(masked["mask_positions"],
-                                          tf.int32),
-            }
-            return (x, tf.cast(masked["mask_ids"], tf.int32),
-                    tf.cast(masked["mask_weights"], tf.float32))
+            token_ids = tf.where(positions == lengths[:, None] + 1,
+                                 special[2], body)
+            masked, mask_positions, labels, weights = bert_mask(
+                token_ids, tf.stack([tf.constant(args.seed, tf.int64),
+                                     number]),
+                special, mask_id, tokenizer.vocabulary_size(),
+                args.mask_selection_rate, slots)
+            x = {"token_ids": masked,
+                 "segment_ids": tf.zeros_like(token_ids),
+                 "padding_mask": tf.cast(positions <= lengths[:, None] + 1,
+                                         tf.int32),
+                 "mask_positions": mask_positions}
+            return x, labels, weights
 
         return mask
 
     def train_dataset(self, tokenizer, rows, args, steps_per_epoch,
                       initial_epoch):
-        return batches_of_windows(
-            *rows, args.batch_size, args.seed, steps_per_epoch,
-            initial_epoch).map(self._masked(tokenizer, args),
-                               num_parallel_calls=tf.data.AUTOTUNE
-                               ).prefetch(tf.data.AUTOTUNE)
+        batches = batches_of_windows(*rows, args.batch_size, args.seed,
+                                     steps_per_epoch, initial_epoch)
+        return batches.enumerate(start=initial_epoch * steps_per_epoch).map(
+            self._masked(tokenizer, args),
+            num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
     def heldout_dataset(self, tokenizer, rows, args):
-        """The held-out windows masked once, in NumPy from `--seed`
-        (BERT's rule, as the generator applies it in `tf.data`:
-        ceil(rate x selectable tokens) positions, 80% `[MASK]`, 10% a
-        random token, 10% kept), so that every worker of a cluster and
-        every variant scores the same targets."""
-        windows, lengths = rows
-        rng = np.random.default_rng(args.seed)
-        count, width = windows.shape
-        slots = self.mask_selection_length(args)
-        special = [tokenizer.token_to_id(t) for t in ("[PAD]", "[CLS]",
-                                                      "[SEP]")]
-        mask_id = tokenizer.token_to_id("[MASK]")
-        token_ids = np.zeros((count, width + 2), "int32")
-        token_ids[:, 0] = special[1]
-        positions = np.zeros((count, slots), "int32")
-        labels = np.zeros((count, slots), "int32")
-        weights = np.zeros((count, slots), "float32")
-        for row, (window, length) in enumerate(zip(windows, lengths)):
-            token_ids[row, 1:length + 1] = window[:length]
-            token_ids[row, length + 1] = special[2]
-            candidates = np.flatnonzero(~np.isin(token_ids[row], special))
-            chosen = np.sort(rng.choice(candidates, min(slots, math.ceil(
-                args.mask_selection_rate * len(candidates))),
-                replace=False))
-            k = len(chosen)
-            positions[row, :k] = chosen
-            labels[row, :k] = token_ids[row, chosen]
-            weights[row, :k] = 1.0
-            draw = rng.random(k)
-            replaced = np.where(draw < 0.8, mask_id, np.where(
-                draw < 0.9, rng.integers(0, tokenizer.vocabulary_size(), k),
-                token_ids[row, chosen]))
-            token_ids[row, chosen] = replaced
-        x = {"token_ids": token_ids, "segment_ids": np.zeros_like(token_ids),
-             "padding_mask": (token_ids != 0).astype("int32")
-             | (np.arange(width + 2)[None] <= lengths[:, None] + 1),
-             "mask_positions": positions}
-        x["padding_mask"] = x["padding_mask"].astype("int32")
-        return tf.data.Dataset.from_tensor_slices(
-            (x, labels, weights)).batch(args.eval_batch_size)
+        """The held-out windows masked once (`fixed_batches`), batch `b`
+        from `(seed, b - 2**40)`: every worker of a cluster and every
+        variant scores the same targets, none of them a training batch's
+        masks."""
+        dataset = tf.data.Dataset.from_tensor_slices(
+            (rows[0].astype("int32"), rows[1].astype("int32"))).batch(
+            args.eval_batch_size).enumerate(start=-(2**40)).map(
+            self._masked(tokenizer, args))
+        return fixed_batches(dataset)
 
     @staticmethod
     def fine_tune_hint(path):

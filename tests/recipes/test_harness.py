@@ -37,15 +37,6 @@ TIMEOUT = 600
 # larger: a resumed LRA run fed epoch 1's batches again in epoch 2 logs
 # 0.621 where the uninterrupted run logs 0.830 (25%).
 LOSS_RTOL = 1e-3
-# Smoke commands whose losses differ between two identical fresh runs (so
-# also after a resume): the reason, one line. Their other checks still run;
-# the loss comparison is an xfail until the reason is fixed.
-NOT_REPRODUCIBLE = {
-    "pretrain": "--objective=mlm masks batches with keras-hub's "
-    "MaskedLMMaskGenerator, whose tensorflow-text RandomItemSelector and "
-    "MaskValuesChooser draw unseeded (stateful) random numbers in a "
-    "parallel tf.data map: epoch 1 already differs between two runs",
-}
 
 
 def _start(module, run_dir, argv):
@@ -122,7 +113,5 @@ def test_recipe_trains_resumes_after_a_kill_and_exports(key, recipe, argv,
     # states, so the resumed epoch 2 repeats the uninterrupted one.
     got = [h["loss"] for h in resumed["history"]]
     want = [h["loss"] for h in uninterrupted["history"]]
-    same = got == pytest.approx(want, rel=LOSS_RTOL)
-    if key in NOT_REPRODUCIBLE and not same:
-        pytest.xfail(NOT_REPRODUCIBLE[key])
-    assert same, (got, want, straight_out[-500:])
+    assert got == pytest.approx(want, rel=LOSS_RTOL), (
+        got, want, straight_out[-500:])
