@@ -10,7 +10,8 @@ those documents resolves.
   that command once per session, shortened by `SHORT_RUNS` (later flags
   win), in a temporary directory with the recipe's default `--model_dir`,
   and executes the block there in a fresh Python process, as a user would
-  (TensorFlow backend only: the recipes and SavedModels are TensorFlow's).
+  (TensorFlow backend only: the blocks load the run's SavedModel, which
+  the recipes export on TensorFlow).
   These runs' exports must also say what they need (`assets/README.md`,
   `results.json`'s `export_usage`).
 - A Python block that runs on some Keras backends only is preceded by
@@ -307,7 +308,7 @@ def test_paths_and_extras_in_shell_blocks_exist():
                                           if needs_run(b)}))
 def test_the_exports_say_what_they_need(needs, recipe_run):
     if keras.backend.backend() != "tensorflow":
-        pytest.skip("the recipes run on the TensorFlow backend")
+        pytest.skip("the recipes export a SavedModel on TensorFlow only")
     folder = recipe_run(needs)
     [results_path] = folder.glob("runs/*/*/results.json")
     results = json.loads(results_path.read_text(encoding="utf-8"))

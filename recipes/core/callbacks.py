@@ -1,6 +1,6 @@
-"""The Keras callbacks a recipe trains with: the run directory's
-checkpoint (`recipes.core.run_directory`: versioned, chief-only) and
-TensorBoard.
+"""The Keras callbacks a recipe trains with (`assemble_callbacks`): the
+clocks (`recipes.core.timing`), the run directory's checkpoint
+(`recipes.core.run_directory`: versioned, chief-only) and TensorBoard.
 
 The checkpoint also holds what Keras' weights files leave out: the
 model's `SeedGenerator` states (dropout's); and on PyTorch every epoch's
@@ -15,6 +15,7 @@ built when `run_callbacks` is called.
 import re
 
 from recipes.core import processes
+from recipes.core import timing
 
 
 def _seed_variables(model):
@@ -162,3 +163,32 @@ def run_callbacks(run_dir, tensorboard=True):
     if run_dir.is_chief and tensorboard:
         found.append(keras.callbacks.TensorBoard(run_dir.log_dir))
     return found + [checkpoint(run_dir)]
+
+
+def assemble_callbacks(run_dir, tensorboard=True, time_budget_minutes=None,
+                       extra=()):
+    """Every callback a recipe's `Model.fit` gets, in order: the steps
+    timer (it adds `steps_per_second` to the epoch's logs), the recipe's
+    `extra` callbacks (e.g. per-epoch evaluation, adding their metrics),
+    then the run directory's (`run_callbacks`:
+    history, TensorBoard, backup, which record the logs), then the time
+    budget.
+
+    The timer and the budget read no tensor and have no
+    `on_train_batch_end`; they count steps and read the clock once per
+    call of the compiled step. (On the TensorFlow backend Keras itself
+    reads each call's logs before its batch hooks: it dispatches them
+    asynchronously only on thread-safe backends. `--steps_per_execution`
+    is what spreads that host round trip over several steps.)
+
+    Returns:
+        `(callbacks, timer, budget)`; `budget` is None without
+        `time_budget_minutes`.
+    """
+    timer = timing.make_steps_timer()
+    callbacks = [timer, *extra, *run_dir.callbacks(tensorboard)]
+    budget = None
+    if time_budget_minutes:
+        budget = timing.make_time_budget_callback(time_budget_minutes)
+        callbacks.append(budget)
+    return callbacks, timer, budget

@@ -3,7 +3,7 @@
 A recipe prepares its data, then hands `train_and_evaluate` its own pieces:
 how to build and compile the model, the training dataset, how to evaluate
 and how to export. The skeleton builds the model under the strategy's
-scope, trains with the shared callbacks (`training.assemble_callbacks`:
+scope, trains with the shared callbacks (`callbacks.assemble_callbacks`:
 the run directory's checkpoint resumes an interrupted run), evaluates on
 every worker, exports on the chief, and writes `results.json`.
 """
@@ -11,6 +11,7 @@ every worker, exports on the chief, and writes `results.json`.
 import contextlib
 import time
 
+from recipes.core import callbacks
 from recipes.core import environment
 from recipes.core import flags
 from recipes.core import processes
@@ -102,7 +103,7 @@ def train_and_evaluate(args, run_dir, strategy, build, train_data,
         log(f"Resuming after epoch {initial_epoch} from "
             f"{run_dir.backup_dir}.")
 
-    callbacks, timer, budget = training.assemble_callbacks(
+    fit_callbacks, timer, budget = callbacks.assemble_callbacks(
         run_dir, tensorboard=args.tensorboard,
         time_budget_minutes=getattr(args, "time_budget_minutes", None),
         extra=extra_callbacks)
@@ -113,7 +114,7 @@ def train_and_evaluate(args, run_dir, strategy, build, train_data,
         with context:
             model.fit(processes.local_batches(train_data), epochs=args.epochs,
                       initial_epoch=initial_epoch,
-                      steps_per_epoch=steps_per_epoch, callbacks=callbacks,
+                      steps_per_epoch=steps_per_epoch, callbacks=fit_callbacks,
                       verbose=args.verbose,
                       shuffle=False,  # shuffled per epoch (seeded) by tf.data
                       **(fit_options or {}))

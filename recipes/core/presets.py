@@ -147,11 +147,11 @@ def apply_preset(args, prog, backbone_classes, defaults, length_flag,
         ValueError: a contradicting flag, a `--vocab_file` or a length
             beyond the preset's (`DataError` for an unreadable preset).
     """
-    from recipes.core import flags
+    from recipes.core import model_flags
 
     for flag in ("synthesizer", "cross_attention_synthesizer"):
         if getattr(args, flag, None) is not None:
-            setattr(args, flag, flags.canonical_synthesizer(
+            setattr(args, flag, model_flags.canonical_synthesizer(
                 flag, getattr(args, flag)))
     if isinstance(getattr(args, "synthesizer_options", None), str):
         try:  # compared as a dict; bad JSON is reported by the flag's check

@@ -27,7 +27,7 @@ ENVIRONMENT = {
 
 # This process's place once `initialize` ran: `(process_id, num_processes,
 # coordinator address)`; `(0, 1, None)` for a run of one process.
-_STATE = {"process": (0, 1, None), "guard": None}
+_STATE = {"process": (0, 1, None)}
 
 
 def add_process_flags(group):
@@ -130,7 +130,7 @@ def initialize(settings, timeout, log=print):
         waiting.stdin.close()
         waiting.wait()
     _STATE["process"] = (index, count, coordinator)
-    _STATE["guard"] = _start_guard(index, count, coordinator)
+    watchdog.start_guard(index, count, coordinator)
     log(f"Processes: this is process {index} of {count} (coordinator "
         f"{coordinator}).")
 
@@ -249,51 +249,6 @@ def without_distribution():
         keras.distribution.set_distribution(distribution)
 
 
-# Run by the guard process: unless the recipe writes "done" to its stdin
-# before it ends, says which process stopped and whether the coordinator
-# still listens (JAX ends the other processes when it does not).
-_GUARD = """
-import socket, sys
-index, count, coordinator, program = sys.argv[1:5]
-if sys.stdin.read() != "done":
-    host, _, port = coordinator.rpartition(":")
-    try:
-        socket.create_connection((host.strip("[]"), int(port)), 2).close()
-        gone = ""
-    except OSError:
-        gone = (f" The coordinator, process 0 at {coordinator}, is not "
-                "listening: it stopped, and JAX ends every other process.")
-    sys.stderr.write(
-        f"{program}: error: Process {index} of {count} stopped before the "
-        f"run ended.{gone} Start every process again with the same "
-        "command: the run resumes from its last backup "
-        "(<model_dir>/backup).\\n")
-"""
-
-
-def _start_guard(index, count, coordinator):
-    import atexit
-    import subprocess
-
-    guard = subprocess.Popen(
-        [sys.executable, "-c", _GUARD, str(index), str(count), coordinator,
-         watchdog.program()], stdin=subprocess.PIPE, text=True)
-    atexit.register(release_guard)
-    return guard
-
-
-def release_guard():
-    """Tells the guard process that this process ends as it should."""
-    guard, _STATE["guard"] = _STATE["guard"], None
-    if guard is not None:
-        try:
-            guard.stdin.write("done")
-            guard.stdin.close()
-        except OSError:  # pragma: no cover - the guard already ended
-            pass
-        guard.wait()
-
-
 def process_failure(error):
     """What to tell the user when `error` is JAX's report of a peer
     process that stopped (a collective that lost its connection), else
@@ -326,12 +281,12 @@ def stop_now(status):
     for the stopped peer (its heartbeat timeout, 100 s), then abort."""
     sys.stdout.flush()
     sys.stderr.flush()
-    release_guard()
+    watchdog.release_guard()
     os._exit(status)
 
 
 __all__ = ["ENVIRONMENT", "add_process_flags", "check_batch_size",
            "gather_numbers", "initialize", "local_batches", "local_model",
            "process_count", "process_failure", "process_index",
-           "process_settings", "release_guard", "stop_now",
+           "process_settings", "stop_now",
            "without_distribution"]

@@ -8,6 +8,7 @@ import sys
 
 from recipes.core import placement
 from recipes.core import processes
+from recipes.core import watchdog
 from recipes.core.cluster import cluster_failure
 from recipes.core.devices import log_devices
 from recipes.core.precision import DEFAULT_MATMUL_PRECISION
@@ -110,5 +111,5 @@ def run_main(parser, run, prog, argv=None, input_paths=(), validate=None):
         if processes.process_count() > 1:
             processes.stop_now(2)  # not JAX's wait for the stopped peer
         return 2
-    processes.release_guard()
+    watchdog.release_guard()
     return 0

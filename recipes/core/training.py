@@ -1,11 +1,9 @@
 """The training loop's parts: learning-rate schedule, moving average of
 the weights, gradient clipping after the all-reduce, the recipes' AdamW,
-resumable epoch
-streams, the steps timer and the time budget (the callbacks that save and
-resume are in `recipes.core.callbacks`)."""
+resumable epoch streams (the callbacks are in `recipes.core.callbacks`
+and `recipes.core.timing`)."""
 
 import contextlib
-import time
 
 
 def learning_rate_schedule(peak, total_steps, warmup_fraction=0.1):
@@ -165,35 +163,6 @@ def count_params(model):
                    else int(v.size) for v in model.trainable_weights))
 
 
-def assemble_callbacks(run_dir, tensorboard=True, time_budget_minutes=None,
-                       extra=()):
-    """Every callback a recipe's `Model.fit` gets, in order: the steps
-    timer (it adds `steps_per_second` to the epoch's logs), the recipe's
-    `extra` callbacks (e.g. per-epoch evaluation, adding their metrics),
-    then the run directory's (`recipes.core.callbacks.run_callbacks`:
-    history, TensorBoard, backup, which record the logs), then the time
-    budget.
-
-    The timer and the budget read no tensor and have no
-    `on_train_batch_end`; they count steps and read the clock once per
-    call of the compiled step. (On the TensorFlow backend Keras itself
-    reads each call's logs before its batch hooks: it dispatches them
-    asynchronously only on thread-safe backends. `--steps_per_execution`
-    is what spreads that host round trip over several steps.)
-
-    Returns:
-        `(callbacks, timer, budget)`; `budget` is None without
-        `time_budget_minutes`.
-    """
-    timer = make_steps_timer()
-    callbacks = [timer, *extra, *run_dir.callbacks(tensorboard)]
-    budget = None
-    if time_budget_minutes:
-        budget = make_time_budget_callback(time_budget_minutes)
-        callbacks.append(budget)
-    return callbacks, timer, budget
-
-
 def shuffled_epochs(dataset, buffer_size, batch_size, seed, epochs,
                     initial_epoch=0, drop_remainder=True):
     """Batches of `dataset` for epochs `initial_epoch .. epochs - 1`, one
@@ -220,93 +189,6 @@ def shuffled_epochs(dataset, buffer_size, batch_size, seed, epochs,
         ).batch(batch_size, drop_remainder=drop_remainder)
         stream = batches if stream is None else stream.concatenate(batches)
     return stream
-
-
-def make_steps_timer():
-    """A callback measuring training steps per second: from an epoch's
-    start to its last training step (the clock stops when `fit`'s
-    validation starts, before the callbacks' epoch-end work such as
-    evaluation).
-
-    It reads no tensor and has no `on_train_batch_end` (no step waits for
-    the previous one): the steps of an epoch are counted from the first
-    step of its last call of the compiled step (`on_train_batch_begin`)
-    plus the model's `steps_per_execution` (which divides the epoch's
-    steps, see `flags.steps_per_execution`).
-    """
-    import keras
-
-    class StepsTimer(keras.callbacks.Callback):
-        def __init__(self):
-            super().__init__()
-            self.steps = 0
-            self.seconds = 0.0
-            self._start = None
-            self._stop = None
-            self._last_begin = None
-
-        def on_epoch_begin(self, epoch, logs=None):
-            self._start = time.perf_counter()
-            self._stop = None
-            self._last_begin = None
-
-        def on_train_batch_begin(self, batch, logs=None):
-            self._last_begin = batch
-
-        def on_test_begin(self, logs=None):
-            if self._start is not None and self._stop is None:
-                self._stop = time.perf_counter()  # fit's validation
-
-        def on_epoch_end(self, epoch, logs=None):
-            stop = self._stop if self._stop is not None else (
-                time.perf_counter())
-            self.seconds += stop - self._start
-            self.steps += self.epoch_steps()
-            self._start = None
-            if logs is not None:
-                logs["steps_per_second"] = self.steps_per_second
-
-        def epoch_steps(self):
-            """The training steps of the epoch in progress (so far)."""
-            if self._last_begin is None:
-                return 0
-            steps = self._last_begin + int(
-                getattr(self.model, "steps_per_execution", 1) or 1)
-            total = (self.params or {}).get("steps")
-            return min(steps, total) if total else steps
-
-        @property
-        def steps_per_second(self):
-            return self.steps / self.seconds if self.seconds else 0.0
-
-    return StepsTimer()
-
-
-def make_time_budget_callback(minutes):
-    """A callback that stops training after `minutes` (the epoch in
-    progress ends early and is saved); `.stopped` tells whether it did.
-
-    The clock is read when a call of the compiled step starts
-    (`on_train_batch_begin`, which reads no tensor): past the budget,
-    training stops once that call (`steps_per_execution` steps) is done.
-    """
-    import keras
-
-    class TimeBudget(keras.callbacks.Callback):
-        def __init__(self):
-            super().__init__()
-            self.start = None
-            self.stopped = False
-
-        def on_train_begin(self, logs=None):
-            self.start = time.time()
-
-        def on_train_batch_begin(self, batch, logs=None):
-            if time.time() - self.start > 60.0 * minutes:
-                self.model.stop_training = True
-                self.stopped = True
-
-    return TimeBudget()
 
 
 @contextlib.contextmanager

@@ -21,6 +21,7 @@ from recipes import cli
 from recipes.core import cluster
 from recipes.core import experiment
 from recipes.core import flags
+from recipes.core import model_flags
 from recipes.core import presets
 from recipes.core import processes
 from recipes.core import runtime
@@ -62,7 +63,7 @@ def build_parser():
                        help="Use only the first N training examples "
                        "(default: all).")
     group = parser.add_argument_group("model")
-    flags.add_model_flags(group, num_layers=2, hidden_dim=128,
+    model_flags.add_model_flags(group, num_layers=2, hidden_dim=128,
                           layers_help="SynthesizerEncoder blocks.",
                           dropout_help="Dropout rate of the embeddings, "
                           "attention, feedforward layers and classification "
@@ -144,7 +145,7 @@ def validate_args(args, check_options=True):
                  "batch_size", "epochs", "learning_rate", "vocab_size"):
         flags.positive(name, getattr(args, name))
     flags.check_hidden_dim(args.hidden_dim, args.num_heads)
-    args.synthesizer_options = flags.synthesizer_options(
+    args.synthesizer_options = model_flags.synthesizer_options(
         args, max_length=args.max_length,
         check_values=check_options)
     if args.max_length < 4 + task.num_segments:

@@ -25,6 +25,7 @@ from recipes import cli
 from recipes.core import cluster
 from recipes.core import experiment
 from recipes.core import flags
+from recipes.core import model_flags
 from recipes.core import run_directory
 from recipes.core import runtime
 from recipes.lm import data as data_lib
@@ -75,7 +76,7 @@ def build_parser():
                        "non-overlapping windows).")
 
     group = parser.add_argument_group("model")
-    flags.add_model_flags(group, num_layers=4, hidden_dim=192,
+    model_flags.add_model_flags(group, num_layers=4, hidden_dim=192,
                           layers_help="Number of decoder blocks.",
                           synthesizer_help="Causal self-attention of every "
                           "block")
@@ -122,13 +123,13 @@ def validate_args(args, check_options=True):
     the synthesizer options' values (`check_options`), which imports Keras.
     Idempotent: `run` calls it again with that check.
     """
-    args.synthesizer = flags.canonical_synthesizer("synthesizer",
+    args.synthesizer = model_flags.canonical_synthesizer("synthesizer",
                                                     args.synthesizer)
     for name in ("sequence_length", "num_layers", "hidden_dim", "num_heads",
                  "batch_size", "epochs", "learning_rate", "vocab_size",
                  "max_new_tokens", "eval_batch_size", "temperature"):
         flags.positive(name, getattr(args, name))
-    args.synthesizer_options = flags.synthesizer_options(
+    args.synthesizer_options = model_flags.synthesizer_options(
         args, max_length=args.sequence_length,
         check_values=check_options)
     for name in ("max_train_examples", "intermediate_dim", "eval_stride",

@@ -26,6 +26,7 @@ from recipes import cli
 from recipes.core import cluster
 from recipes.core import experiment
 from recipes.core import flags
+from recipes.core import model_flags
 from recipes.core import run_directory
 from recipes.core import runtime
 from recipes.lra import listops
@@ -93,7 +94,7 @@ def build_parser():
                        help="Use only the first N training examples.")
 
     group = parser.add_argument_group("model")
-    flags.add_model_flags(
+    model_flags.add_model_flags(
         group, num_layers=2, hidden_dim=64,
         layers_help="SynthesizerEncoder blocks.",
         dropout_help="Dropout of the embeddings, attention, feedforward "
@@ -149,7 +150,7 @@ def validate_args(args, check_options=True):
     the synthesizer options' values (`check_options`), which imports Keras.
     Idempotent: `run` calls it again with that check.
     """
-    args.synthesizer = flags.canonical_synthesizer("synthesizer",
+    args.synthesizer = model_flags.canonical_synthesizer("synthesizer",
                                                     args.synthesizer)
     if args.max_length is None:
         args.max_length = DEFAULT_MAX_LENGTH[args.task]
@@ -174,7 +175,7 @@ def validate_args(args, check_options=True):
                 f"Argument `--{name}` does not apply to recipes.lra: its "
                 "vocabularies are fixed (ListOps' tokens, UTF-8 bytes). "
                 f"Received: --{name}={getattr(args, name)}")
-    args.synthesizer_options = flags.synthesizer_options(
+    args.synthesizer_options = model_flags.synthesizer_options(
         args, max_length=args.max_length, check_values=check_options)
     if args.task == "listops":
         listops.check_parameters(**listops_parameters(args))

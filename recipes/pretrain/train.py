@@ -30,6 +30,7 @@ from recipes import cli
 from recipes.core import cluster
 from recipes.core import experiment
 from recipes.core import flags
+from recipes.core import model_flags
 from recipes.core import run_directory
 from recipes.core import runtime
 from recipes.core import training
@@ -87,7 +88,7 @@ def build_parser():
                        "default text is lowercased, as recipes.glue does).")
 
     group = parser.add_argument_group("model")
-    flags.add_model_flags(group, num_layers=2, hidden_dim=128,
+    model_flags.add_model_flags(group, num_layers=2, hidden_dim=128,
                           layers_help="Encoder blocks (span_corruption: "
                           "blocks in the encoder and in the decoder).",
                           dropout_help="Dropout rate of the embeddings, "
@@ -152,11 +153,11 @@ def validate_args(args, check_options=True):
     the synthesizer options' values (`check_options`), which imports Keras.
     Idempotent: `run` calls it again with that check.
     """
-    args.synthesizer = flags.canonical_synthesizer("synthesizer",
+    args.synthesizer = model_flags.canonical_synthesizer("synthesizer",
                                                     args.synthesizer)
     variants = ("synthesizer",)
     if args.objective == "span_corruption":
-        args.cross_attention_synthesizer = flags.canonical_synthesizer(
+        args.cross_attention_synthesizer = model_flags.canonical_synthesizer(
             "cross_attention_synthesizer", args.cross_attention_synthesizer)
         variants += ("cross_attention_synthesizer",)
     for name in ("sequence_length", "num_layers", "hidden_dim", "num_heads",
@@ -169,7 +170,7 @@ def validate_args(args, check_options=True):
             flags.positive(name, getattr(args, name))
     flags.check_hidden_dim(args.hidden_dim, args.num_heads)
     flags.check_ema_momentum(args.ema_momentum)
-    args.synthesizer_options = flags.synthesizer_options(
+    args.synthesizer_options = model_flags.synthesizer_options(
         args, flags=variants, max_length=args.sequence_length,
         check_values=check_options)
     for name in ("mask_selection_rate", "noise_density"):

@@ -26,6 +26,7 @@ from recipes import cli
 from recipes.core import cluster
 from recipes.core import experiment
 from recipes.core import flags
+from recipes.core import model_flags
 from recipes.core import presets
 from recipes.core import run_directory
 from recipes.core import storage
@@ -82,7 +83,7 @@ def build_parser():
                        "(default: all).")
 
     group = parser.add_argument_group("model")
-    flags.add_model_flags(group, num_layers=3, hidden_dim=256,
+    model_flags.add_model_flags(group, num_layers=3, hidden_dim=256,
                           layers_help="Blocks in the encoder and in the "
                           "decoder.",
                           synthesizer_help="Self-attention variant of every "
@@ -196,7 +197,7 @@ def validate_args(args, check_options=True):
                  "batch_size", "epochs", "learning_rate", "vocab_size",
                  "beam_size", "decode_batch_size"):
         flags.positive(name, getattr(args, name))
-    args.synthesizer_options = flags.synthesizer_options(
+    args.synthesizer_options = model_flags.synthesizer_options(
         args, ("synthesizer", "cross_attention_synthesizer"),
         max_length=args.max_length,
         check_values=check_options)

@@ -257,11 +257,11 @@ def test_flag_error_table_is_in_the_docs():
 def test_recipe_variants_are_the_layers_variants():
     from keras_synth.layers import VARIANTS
 
-    from recipes.core import flags
+    from recipes.core import model_flags
 
     # Read from the package's source, not a copy: the same tuple.
-    assert flags.SYNTHESIZERS == VARIANTS
-    assert flags.canonical_synthesizer("s", " random + vanilla") == (
+    assert model_flags.SYNTHESIZERS == VARIANTS
+    assert model_flags.canonical_synthesizer("s", " random + vanilla") == (
         "random+vanilla")
 
 
@@ -440,7 +440,7 @@ def test_attention_picture_and_caption(tmp_path):
 def test_synthesizer_options_checked_in_two_passes(capsys):
     import argparse
 
-    from recipes.core import flags
+    from recipes.core import model_flags
 
     def namespace(**kwargs):
         base = {"synthesizer": "factorized_random+vanilla",
@@ -449,23 +449,23 @@ def test_synthesizer_options_checked_in_two_passes(capsys):
 
     # Before TensorFlow: the JSON only; then, with Keras, the values.
     args = namespace(synthesizer_options='{"rank": -1}')
-    args.synthesizer_options = flags.synthesizer_options(
+    args.synthesizer_options = model_flags.synthesizer_options(
         args, max_length=8, check_values=False)
     assert args.synthesizer_options == {"rank": -1}
     with pytest.raises(ValueError, match="Argument `--synthesizer_options`"):
-        flags.synthesizer_options(args, max_length=8)
+        model_flags.synthesizer_options(args, max_length=8)
     # Release 0.1's --factorized_rank: folded in at once, one deprecation
     # line over both passes.
     args = namespace(factorized_rank=4)
     for check_values in (False, True):
-        args.synthesizer_options = flags.synthesizer_options(
+        args.synthesizer_options = model_flags.synthesizer_options(
             args, max_length=8, check_values=check_values)
         assert args.synthesizer_options == {"factorized_random": {"rank": 4}}
     assert capsys.readouterr().err.count("--factorized_rank is deprecated") \
         == 1
     args = namespace(synthesizer="random", factorized_rank=4)  # ignored
     for check_values in (False, True):
-        args.synthesizer_options = flags.synthesizer_options(
+        args.synthesizer_options = model_flags.synthesizer_options(
             args, max_length=8, check_values=check_values)
         assert args.synthesizer_options is None
     assert capsys.readouterr().err.count("--factorized_rank is deprecated") \

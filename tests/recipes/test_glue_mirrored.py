@@ -15,8 +15,8 @@ import pytest
 
 if keras.backend.backend() != "tensorflow":
     pytest.skip(
-        "tf.distribute.MirroredStrategy needs the TensorFlow backend (the "
-        "recipes run on it only)",
+        "tf.distribute.MirroredStrategy is TensorFlow's (JAX's data "
+        "parallelism, keras.distribution: test_recipes_on_backends.py)",
         allow_module_level=True,
     )
 

@@ -10,9 +10,9 @@ import pytest
 
 if keras.backend.backend() != "tensorflow":
     pytest.skip(
-        "recipes.glue runs on the TensorFlow backend (tf.data, tf.distribute,"
-        " SavedModel); its pure-Python parts are tested in test_glue_data.py "
-        "and test_glue_metrics.py on every backend",
+        "these tests of recipes.glue check its TensorFlow parts (tf.data, "
+        "tf.distribute, the SavedModel) once, on TensorFlow; the recipe on "
+        "every backend: test_harness.py and test_recipes_on_backends.py",
         allow_module_level=True,
     )
 

@@ -16,8 +16,8 @@ import pytest
 
 if keras.backend.backend() != "tensorflow":
     pytest.skip(
-        "tf.distribute.MultiWorkerMirroredStrategy needs the TensorFlow "
-        "backend (the recipes run on it only)",
+        "tf.distribute.MultiWorkerMirroredStrategy is TensorFlow's (JAX's "
+        "processes: test_jax_processes.py)",
         allow_module_level=True,
     )
 

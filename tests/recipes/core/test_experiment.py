@@ -8,9 +8,9 @@ import keras
 import numpy as np
 import pytest
 
+from recipes.core import callbacks
 from recipes.core import experiment
 from recipes.core import run_directory
-from recipes.core import training
 from tests.recipes.core.tensorflow_only import requires_tensorflow
 
 pytestmark = requires_tensorflow
@@ -117,13 +117,13 @@ def test_callbacks_in_order_and_fit_hooks(tmp_path):
 def test_assemble_callbacks(tmp_path):
     run_dir = run_directory.RunDirectory(str(tmp_path), {"a": 1})
     extra = keras.callbacks.Callback()
-    callbacks, timer, budget = training.assemble_callbacks(
+    found, timer, budget = callbacks.assemble_callbacks(
         run_dir, tensorboard=True, time_budget_minutes=5, extra=[extra])
     # The checkpoint records the logs the timer and `extra` added.
-    assert callbacks[0] is timer and callbacks[1] is extra
-    assert isinstance(callbacks[2], keras.callbacks.TensorBoard)
-    assert type(callbacks[3]).__name__ == "Checkpoint"
-    assert callbacks[4] is budget and len(callbacks) == 5
-    callbacks, _, budget = training.assemble_callbacks(
+    assert found[0] is timer and found[1] is extra
+    assert isinstance(found[2], keras.callbacks.TensorBoard)
+    assert type(found[3]).__name__ == "Checkpoint"
+    assert found[4] is budget and len(found) == 5
+    found, _, budget = callbacks.assemble_callbacks(
         run_dir, tensorboard=False)
-    assert budget is None and len(callbacks) == 2
+    assert budget is None and len(found) == 2

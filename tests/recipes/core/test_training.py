@@ -2,6 +2,8 @@
 
 import pytest
 
+from recipes.core import callbacks
+from recipes.core import timing
 from recipes.core import training
 from tests.recipes.core.tensorflow_only import requires_tensorflow
 
@@ -103,7 +105,7 @@ def test_steps_timer_counts_steps_not_calls(tmp_path, steps_per_execution):
     from recipes.core import run_directory
 
     run_dir = run_directory.RunDirectory(str(tmp_path), {"a": 1})
-    callbacks, timer, budget = training.assemble_callbacks(
+    fit_callbacks, timer, budget = callbacks.assemble_callbacks(
         run_dir, tensorboard=True, time_budget_minutes=5)
     keras.utils.set_random_seed(0)
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
@@ -111,7 +113,8 @@ def test_steps_timer_counts_steps_not_calls(tmp_path, steps_per_execution):
                   steps_per_execution=steps_per_execution)
     x = np.zeros((24, 2), "float32")
     y = np.zeros((24, 1), "float32")
-    history = model.fit(x, y, batch_size=4, epochs=2, callbacks=callbacks,
+    history = model.fit(x, y, batch_size=4, epochs=2,
+                        callbacks=fit_callbacks,
                         validation_data=(x, y), verbose=0)
     # 6 steps an epoch (2 calls of 3 steps with steps_per_execution=3).
     assert timer.steps == 12 and timer.seconds > 0
@@ -126,8 +129,8 @@ def test_time_budget_stops_after_the_call_in_progress():
     import keras
     import numpy as np
 
-    budget = training.make_time_budget_callback(1.0)
-    timer = training.make_steps_timer()
+    budget = timing.make_time_budget_callback(1.0)
+    timer = timing.make_steps_timer()
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     model.compile(optimizer="sgd", loss="mse", steps_per_execution=2)
 
