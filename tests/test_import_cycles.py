@@ -113,10 +113,10 @@ def test_the_graph_sees_every_kind_of_import():
     graph = import_graph(_modules())
     # A top-level `from package import module`.
     assert "recipes.core.callbacks" in graph["recipes.core.run_directory"]
-    # An import inside a function (recipes.core.flags imports the package
-    # only when a variant name is checked).
+    # An import inside a function (recipes.core.model_flags imports the
+    # package only when the variants' options are checked).
     assert any(t.startswith("keras_synth.layers")
-               for t in graph["recipes.core.flags"])
+               for t in graph["recipes.core.model_flags"])
     # The packages on the way of a dotted import.
     assert "keras_synth.models.tokenizers" in graph[
         "keras_synth.models.legacy_names"]
