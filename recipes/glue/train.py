@@ -63,11 +63,11 @@ def build_parser():
                        help="Use only the first N training examples "
                        "(default: all).")
     group = parser.add_argument_group("model")
-    model_flags.add_model_flags(group, num_layers=2, hidden_dim=128,
-                          layers_help="SynthesizerEncoder blocks.",
-                          dropout_help="Dropout rate of the embeddings, "
-                          "attention, feedforward layers and classification "
-                          "head.")
+    model_flags.add_model_flags(
+        group, num_layers=2, hidden_dim=128,
+        layers_help="SynthesizerEncoder blocks.",
+        dropout_help="Dropout rate of the embeddings, attention, feedforward "
+        "layers and classification head.")
     group.add_argument("--max_length", type=int, default=128,
                        help="Packed sequence length (the synthesizers' "
                        "max_length).")

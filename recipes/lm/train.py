@@ -76,10 +76,10 @@ def build_parser():
                        "non-overlapping windows).")
 
     group = parser.add_argument_group("model")
-    model_flags.add_model_flags(group, num_layers=4, hidden_dim=192,
-                          layers_help="Number of decoder blocks.",
-                          synthesizer_help="Causal self-attention of every "
-                          "block")
+    model_flags.add_model_flags(
+        group, num_layers=4, hidden_dim=192,
+        layers_help="Number of decoder blocks.",
+        synthesizer_help="Causal self-attention of every block")
     group.add_argument("--sequence_length", type=int, default=128,
                        help="Context length in tokens (training windows "
                        "and the model's max_length).")
@@ -123,8 +123,8 @@ def validate_args(args, check_options=True):
     the synthesizer options' values (`check_options`), which imports Keras.
     Idempotent: `run` calls it again with that check.
     """
-    args.synthesizer = model_flags.canonical_synthesizer("synthesizer",
-                                                    args.synthesizer)
+    args.synthesizer = model_flags.canonical_synthesizer(
+        "synthesizer", args.synthesizer)
     for name in ("sequence_length", "num_layers", "hidden_dim", "num_heads",
                  "batch_size", "epochs", "learning_rate", "vocab_size",
                  "max_new_tokens", "eval_batch_size", "temperature"):

@@ -150,8 +150,8 @@ def validate_args(args, check_options=True):
     the synthesizer options' values (`check_options`), which imports Keras.
     Idempotent: `run` calls it again with that check.
     """
-    args.synthesizer = model_flags.canonical_synthesizer("synthesizer",
-                                                    args.synthesizer)
+    args.synthesizer = model_flags.canonical_synthesizer(
+        "synthesizer", args.synthesizer)
     if args.max_length is None:
         args.max_length = DEFAULT_MAX_LENGTH[args.task]
     for name in ("max_length", "num_layers", "hidden_dim", "num_heads",

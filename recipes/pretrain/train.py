@@ -88,11 +88,12 @@ def build_parser():
                        "default text is lowercased, as recipes.glue does).")
 
     group = parser.add_argument_group("model")
-    model_flags.add_model_flags(group, num_layers=2, hidden_dim=128,
-                          layers_help="Encoder blocks (span_corruption: "
-                          "blocks in the encoder and in the decoder).",
-                          dropout_help="Dropout rate of the embeddings, "
-                          "attention and feedforward layers.")
+    model_flags.add_model_flags(
+        group, num_layers=2, hidden_dim=128,
+        layers_help="Encoder blocks (span_corruption: blocks in the encoder "
+        "and in the decoder).",
+        dropout_help="Dropout rate of the embeddings, attention and "
+        "feedforward layers.")
     group.add_argument("--sequence_length", type=int, default=128,
                        help="Window length in tokens ([CLS] and [SEP] "
                        "included; span_corruption: the encoder's input "
@@ -153,8 +154,8 @@ def validate_args(args, check_options=True):
     the synthesizer options' values (`check_options`), which imports Keras.
     Idempotent: `run` calls it again with that check.
     """
-    args.synthesizer = model_flags.canonical_synthesizer("synthesizer",
-                                                    args.synthesizer)
+    args.synthesizer = model_flags.canonical_synthesizer(
+        "synthesizer", args.synthesizer)
     variants = ("synthesizer",)
     if args.objective == "span_corruption":
         args.cross_attention_synthesizer = model_flags.canonical_synthesizer(

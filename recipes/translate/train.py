@@ -83,11 +83,11 @@ def build_parser():
                        "(default: all).")
 
     group = parser.add_argument_group("model")
-    model_flags.add_model_flags(group, num_layers=3, hidden_dim=256,
-                          layers_help="Blocks in the encoder and in the "
-                          "decoder.",
-                          synthesizer_help="Self-attention variant of every "
-                          "block (causal in the decoder)")
+    model_flags.add_model_flags(
+        group, num_layers=3, hidden_dim=256,
+        layers_help="Blocks in the encoder and in the decoder.",
+        synthesizer_help="Self-attention variant of every block (causal in "
+        "the decoder)")
     group.add_argument("--cross_attention_synthesizer", default="vanilla",
                        help="Variant of the decoder's cross-attention "
                        "(vanilla in the paper).")
