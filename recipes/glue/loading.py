@@ -73,8 +73,3 @@ def subsample(split, limit):
         ids=split.ids[:limit],
     )
 
-
-def task_files(task):
-    """What `--data_dir` must hold for `task` (for messages and docs)."""
-    files = ["train.tsv"] + [f for f, *_ in task.eval_splits.values()]
-    return [os.path.join(task.glue_dir, f) for f in files]
