@@ -2,7 +2,6 @@
 files (`--data_dir`) or `tensorflow_datasets` (the default)."""
 
 import importlib.resources
-import os
 
 from recipes.core.data_files import DataError
 from recipes.glue import tsv
