@@ -71,4 +71,3 @@ def subsample(split, limit):
         labels=None if split.labels is None else split.labels[:limit],
         ids=split.ids[:limit],
     )
-
