@@ -80,7 +80,21 @@ def tf_logs_wanted(args=None):
 
 class ArgumentParser(argparse.ArgumentParser):
     """An `argparse.ArgumentParser` whose errors for a value outside
-    `choices` end with a "did you mean" suggestion."""
+    `choices` end with a "did you mean" suggestion, and whose `type=`
+    checks that say so (`names_the_flag`, e.g.
+    `recipes.core.flags.positive_int`) name the flag and the value:
+    "Argument `--batch_size` must be positive. Received: --batch_size=0"."""
+
+    def _get_value(self, action, arg_string):
+        try:
+            return super()._get_value(action, arg_string)
+        except argparse.ArgumentError as error:
+            if not getattr(action.type, "names_the_flag", False):
+                raise
+            flag = max(action.option_strings, key=len)
+            raise argparse.ArgumentError(
+                None, f"Argument `{flag}` {error.message}. Received: "
+                f"{flag}={arg_string}") from None
 
     def _check_value(self, action, value):
         if action.choices is not None and value not in action.choices:

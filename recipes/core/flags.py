@@ -41,13 +41,15 @@ def add_common_flags(parser, default_batch_size=32, default_epochs=3,
     group.add_argument("--vocab_file", default=None,
                        help="WordPiece vocabulary (one token a line); "
                        "learned from the training split when not given.")
-    group.add_argument("--vocab_size", type=int, default=8000,
+    group.add_argument("--vocab_size", type=positive_int, default=8000,
                        help="Size of the learned WordPiece vocabulary.")
-    group.add_argument("--batch_size", type=int, default=default_batch_size,
+    group.add_argument("--batch_size", type=positive_int,
+                       default=default_batch_size,
                        help="Global batch size (split over the replicas).")
-    group.add_argument("--epochs", type=int, default=default_epochs,
+    group.add_argument("--epochs", type=positive_int,
+                       default=default_epochs,
                        help="Passes over the training data.")
-    group.add_argument("--learning_rate", type=float,
+    group.add_argument("--learning_rate", type=positive_float,
                        default=default_learning_rate,
                        help="Peak learning rate (linear warmup, cosine "
                        "decay, AdamW).")
@@ -153,18 +155,41 @@ def add_output_switches(group, attention_plot=False):
 
 def add_time_budget_flag(group):
     """Adds `--time_budget_minutes` (see `recipes.core.timing`)."""
-    group.add_argument("--time_budget_minutes", type=float, default=None,
+    group.add_argument("--time_budget_minutes", type=positive_float,
+                       default=None,
                        help="Stop training after this many minutes (the "
                        "epoch in progress ends early and is saved), e.g. "
                        "to compare variants at the same budget.")
 
 
-def positive(name, value):
-    """Raises a ValueError unless `value` is a positive number."""
-    if value is None or value <= 0:
-        raise ValueError(
-            f"Argument `--{name}` must be positive. Received: --{name}={value}"
-        )
+def positive_int(text):
+    """`type=` of a flag that takes a positive integer
+    (`recipes.cli.ArgumentParser` names the flag and the value in the
+    error: "Argument `--batch_size` must be positive. Received:
+    --batch_size=0")."""
+    return _positive(int, "integer", text)
+
+
+def positive_float(text):
+    """`type=` of a flag that takes a positive number (see
+    `positive_int`)."""
+    return _positive(float, "number", text)
+
+
+def _positive(kind, noun, text):
+    import argparse
+
+    try:
+        value = kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be a positive {noun}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return value
+
+
+positive_int.names_the_flag = positive_float.names_the_flag = True
 
 
 def check_hidden_dim(hidden_dim, num_heads):

@@ -10,6 +10,8 @@ import argparse
 import json
 import sys
 
+from recipes.core import flags
+
 
 def builtin_variants():
     """keras-synth's built-in variants, `keras_synth.layers.VARIANTS`, read
@@ -51,13 +53,17 @@ def add_model_flags(group, num_layers, hidden_dim, layers_help,
     """
     group.add_argument("--synthesizer", default="random+vanilla",
                        help=f"{synthesizer_help}: {SYNTHESIZERS_HELP}.")
-    group.add_argument("--num_layers", type=int, default=num_layers,
+    group.add_argument("--num_layers", type=flags.positive_int,
+                       default=num_layers,
                        help=layers_help)
-    group.add_argument("--hidden_dim", type=int, default=hidden_dim,
+    group.add_argument("--hidden_dim", type=flags.positive_int,
+                       default=hidden_dim,
                        help="Model width (embeddings and blocks).")
-    group.add_argument("--num_heads", type=int, default=4,
+    group.add_argument("--num_heads", type=flags.positive_int,
+                       default=4,
                        help="Attention heads per block.")
-    group.add_argument("--intermediate_dim", type=int, default=None,
+    group.add_argument("--intermediate_dim", type=flags.positive_int,
+                       default=None,
                        help="Feedforward width (default: 4 x "
                        "--hidden_dim).")
     group.add_argument("--dropout", type=float, default=0.1,

@@ -80,7 +80,9 @@ def _describe(strategy):
 def run_main(parser, run, prog, argv=None, input_paths=(), validate=None):
     """Parses `argv` and calls `run(args)`; returns the exit status.
 
-    Before TensorFlow is imported, the arguments are checked:
+    Before TensorFlow is imported, the arguments are checked: by their
+    parser (a bad flag or a value its `type=` refuses prints argparse's
+    usage and error and returns 2), then by
     `validate(args, check_options=False)` (the recipe's checks of the
     values, pure Python) and the flags named in `input_paths` (a missing
     file or folder), so that a bad value is reported at once. TensorFlow's
@@ -92,7 +94,10 @@ def run_main(parser, run, prog, argv=None, input_paths=(), validate=None):
     """
     from recipes import cli
 
-    args = parser.parse_args(argv)
+    try:  # a flag's own check (`type=`, `choices`) prints usage and exits
+        args = parser.parse_args(argv)
+    except SystemExit as exit:
+        return exit.code
     try:
         if validate is not None:
             validate(args, check_options=False)

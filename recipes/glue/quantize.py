@@ -22,12 +22,15 @@ import json
 import os
 import time
 
+from recipes import cli
+from recipes.core import flags
+
 PROG = "python -m recipes.glue.quantize"
 MODES = ("int8", "int4")
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(
+    parser = cli.ArgumentParser(
         prog=PROG, description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--preset", required=True,
@@ -44,8 +47,8 @@ def build_parser():
                         "task's first evaluation split, e.g. dev).")
     parser.add_argument("--mode", choices=MODES, default="int8",
                         help="Keras's quantization mode (default int8).")
-    parser.add_argument("--batch_size", type=int, default=32)
-    parser.add_argument("--repetitions", type=int, default=3,
+    parser.add_argument("--batch_size", type=flags.positive_int, default=32)
+    parser.add_argument("--repetitions", type=flags.positive_int, default=3,
                         help="Timed passes over the split per model (after "
                         "one untimed pass); the median is reported.")
     parser.add_argument("--output_dir", default=None,
@@ -55,10 +58,6 @@ def build_parser():
 
 
 def validate_args(args):
-    from recipes.core import flags
-
-    for name in ("batch_size", "repetitions"):
-        flags.positive(name, getattr(args, name))
     if not os.path.isfile(os.path.join(args.preset, "config.json")):
         raise ValueError(f"Argument `--preset`={args.preset!r} is not a "
                          "preset folder (no config.json in it).")

@@ -59,7 +59,8 @@ def build_parser():
     group.add_argument("--tfds_data_dir", default=None,
                        help="data_dir of tensorflow_datasets (default: "
                        "its own, ~/tensorflow_datasets).")
-    group.add_argument("--max_train_examples", type=int, default=None,
+    group.add_argument("--max_train_examples", type=flags.positive_int,
+                       default=None,
                        help="Use only the first N training examples "
                        "(default: all).")
     group = parser.add_argument_group("model")
@@ -68,7 +69,7 @@ def build_parser():
         layers_help="SynthesizerEncoder blocks.",
         dropout_help="Dropout rate of the embeddings, attention, feedforward "
         "layers and classification head.")
-    group.add_argument("--max_length", type=int, default=128,
+    group.add_argument("--max_length", type=flags.positive_int, default=128,
                        help="Packed sequence length (the synthesizers' "
                        "max_length).")
     group.add_argument("--token_dropout", type=float, default=0.0,
@@ -95,7 +96,7 @@ def build_parser():
         "flag that contradicts it is an error); the head is new. "
         "--max_length may be shorter than the preset's.")
     group.add_argument(
-        "--lora_rank", type=int, default=None,
+        "--lora_rank", type=flags.positive_int, default=None,
         help="Fine-tune the preset's backbone with LoRA of this rank "
         "(keras-hub's `backbone.enable_lora`): its weights are frozen and "
         "low-rank adapters train on the layers it names for its "
@@ -141,9 +142,6 @@ def validate_args(args, check_options=True):
     task = tasks_lib.get_task(args.task)
     args.task = task.name
     apply_preset(args, task)
-    for name in ("max_length", "num_layers", "hidden_dim", "num_heads",
-                 "batch_size", "epochs", "learning_rate", "vocab_size"):
-        flags.positive(name, getattr(args, name))
     flags.check_hidden_dim(args.hidden_dim, args.num_heads)
     args.synthesizer_options = model_flags.synthesizer_options(
         args, max_length=args.max_length,
@@ -151,16 +149,12 @@ def validate_args(args, check_options=True):
     if args.max_length < 4 + task.num_segments:
         raise ValueError(f"Argument `--max_length`={args.max_length} is too "
                          "short to pack a sentence.")
-    if args.max_train_examples is not None:
-        flags.positive("max_train_examples", args.max_train_examples)
     flags.check_ema_momentum(args.ema_momentum)
-    if args.lora_rank is not None:
-        flags.positive("lora_rank", args.lora_rank)
-        if args.preset is None:
-            raise ValueError(
-                f"Argument `--lora_rank`={args.lora_rank} needs `--preset`: "
-                "LoRA adapts pretrained weights (without a preset the frozen "
-                "backbone would keep its random initialization).")
+    if args.lora_rank is not None and args.preset is None:
+        raise ValueError(
+            f"Argument `--lora_rank`={args.lora_rank} needs `--preset`: "
+            "LoRA adapts pretrained weights (without a preset the frozen "
+            "backbone would keep its random initialization).")
     for name in ("dropout", "token_dropout"):
         if not 0.0 <= getattr(args, name) < 1.0:
             raise ValueError(f"Argument `--{name}` must be in [0, 1). "

@@ -55,7 +55,8 @@ def build_parser():
         group.add_argument(f"--{split}_file", default=None,
                            help=f"UTF-8 text file, {split} split (.gz read "
                            "transparently).")
-    group.add_argument("--max_train_examples", type=int, default=None,
+    group.add_argument("--max_train_examples", type=flags.positive_int,
+                       default=None,
                        help="Read only the first N lines of the training "
                        "text (of each split of a tfds set).")
     group.add_argument(
@@ -70,7 +71,7 @@ def build_parser():
     group.add_argument("--lowercase", action="store_true",
                        help="Lowercase the text before tokenizing (by "
                        "default case is kept).")
-    group.add_argument("--eval_stride", type=int, default=None,
+    group.add_argument("--eval_stride", type=flags.positive_int, default=None,
                        help="Score the stream with windows every N tokens, "
                        "each token once, with more context (default: "
                        "non-overlapping windows).")
@@ -80,7 +81,8 @@ def build_parser():
         group, num_layers=4, hidden_dim=192,
         layers_help="Number of decoder blocks.",
         synthesizer_help="Causal self-attention of every block")
-    group.add_argument("--sequence_length", type=int, default=128,
+    group.add_argument("--sequence_length", type=flags.positive_int,
+                       default=128,
                        help="Context length in tokens (training windows "
                        "and the model's max_length).")
 
@@ -96,13 +98,15 @@ def build_parser():
                        help="Prompts to sample from after training.")
     group.add_argument("--sampler", choices=data_lib.SAMPLERS, default="top_k",
                        help="top_k: k=10; top_p: p=0.9.")
-    group.add_argument("--temperature", type=float, default=0.8,
+    group.add_argument("--temperature", type=flags.positive_float, default=0.8,
                        help="Sampling temperature.")
-    group.add_argument("--max_new_tokens", type=int, default=100,
+    group.add_argument("--max_new_tokens", type=flags.positive_int,
+                       default=100,
                        help="Tokens generated after the longest prompt (the "
                        "prompts are sampled as one batch, to one length; "
                        "at most the context --sequence_length in all).")
-    group.add_argument("--eval_batch_size", type=int, default=64,
+    group.add_argument("--eval_batch_size", type=flags.positive_int,
+                       default=64,
                        help="Batch size of the evaluation windows.")
     flags.add_output_switches(group, attention_plot=True)
     return parser
@@ -125,17 +129,9 @@ def validate_args(args, check_options=True):
     """
     args.synthesizer = model_flags.canonical_synthesizer(
         "synthesizer", args.synthesizer)
-    for name in ("sequence_length", "num_layers", "hidden_dim", "num_heads",
-                 "batch_size", "epochs", "learning_rate", "vocab_size",
-                 "max_new_tokens", "eval_batch_size", "temperature"):
-        flags.positive(name, getattr(args, name))
     args.synthesizer_options = model_flags.synthesizer_options(
         args, max_length=args.sequence_length,
         check_values=check_options)
-    for name in ("max_train_examples", "intermediate_dim", "eval_stride",
-                 "time_budget_minutes"):
-        if getattr(args, name) is not None:
-            flags.positive(name, getattr(args, name))
     flags.check_ema_momentum(args.ema_momentum)
     flags.check_hidden_dim(args.hidden_dim, args.num_heads)
     if not 0.0 <= args.dropout < 1.0:

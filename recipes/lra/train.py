@@ -90,7 +90,8 @@ def build_parser():
     group.add_argument("--tfds_data_dir", default=None,
                        help="data_dir of tensorflow_datasets (default: its "
                        "own, ~/tensorflow_datasets).")
-    group.add_argument("--max_train_examples", type=int, default=None,
+    group.add_argument("--max_train_examples", type=flags.positive_int,
+                       default=None,
                        help="Use only the first N training examples.")
 
     group = parser.add_argument_group("model")
@@ -102,7 +103,7 @@ def build_parser():
         "attention map over the batch in training (query-blocked past "
         "2,048 tokens); attention dropout is per example.")
     group.set_defaults(dropout=0.0)
-    group.add_argument("--max_length", type=int, default=None,
+    group.add_argument("--max_length", type=flags.positive_int, default=None,
                        help="Tokens per example, [CLS] included (padded; "
                        "longer examples cut and counted). Default: "
                        "listops 2000, text 1000 (LRA's).")
@@ -116,12 +117,14 @@ def build_parser():
                            model_dir_default="runs/lra/<task>-<data>-"
                            "<variant>-<max_length>")
     group = parser.add_argument_group("training (LRA)")
-    group.add_argument("--steps_per_epoch", type=int, default=None,
+    group.add_argument("--steps_per_epoch", type=flags.positive_int,
+                       default=None,
                        help="Batches per epoch (default: one pass over the "
                        "training examples, without the last partial "
                        "batch); a backup after each epoch.")
     flags.add_time_budget_flag(group)
-    group.add_argument("--eval_batch_size", type=int, default=32,
+    group.add_argument("--eval_batch_size", type=flags.positive_int,
+                       default=32,
                        help="Batch size of the evaluation.")
     flags.add_output_switches(parser.add_argument_group("outputs"),
                               attention_plot=True)
@@ -154,13 +157,6 @@ def validate_args(args, check_options=True):
         "synthesizer", args.synthesizer)
     if args.max_length is None:
         args.max_length = DEFAULT_MAX_LENGTH[args.task]
-    for name in ("max_length", "num_layers", "hidden_dim", "num_heads",
-                 "batch_size", "epochs", "learning_rate", "eval_batch_size"):
-        flags.positive(name, getattr(args, name))
-    for name in ("max_train_examples", "intermediate_dim",
-                 "time_budget_minutes", "steps_per_epoch"):
-        if getattr(args, name) is not None:
-            flags.positive(name, getattr(args, name))
     if args.max_length < 8:
         raise ValueError("Argument `--max_length` must be at least 8. "
                          f"Received: --max_length={args.max_length}")

@@ -76,7 +76,8 @@ def build_parser():
     group.add_argument("--valid_fraction", type=float, default=0.05,
                        help="Fraction of the packed windows held out when "
                        "there is no --valid_file.")
-    group.add_argument("--max_train_examples", type=int, default=None,
+    group.add_argument("--max_train_examples", type=flags.positive_int,
+                       default=None,
                        help="Read only the first N documents (lines) of the "
                        "training text (default: all).")
     group.add_argument("--tfds_data_dir", default=None,
@@ -94,11 +95,12 @@ def build_parser():
         "and in the decoder).",
         dropout_help="Dropout rate of the embeddings, attention and "
         "feedforward layers.")
-    group.add_argument("--sequence_length", type=int, default=128,
+    group.add_argument("--sequence_length", type=flags.positive_int,
+                       default=128,
                        help="Window length in tokens ([CLS] and [SEP] "
                        "included; span_corruption: the encoder's input "
                        "length). The models' max_sequence_length.")
-    group.add_argument("--num_segments", type=int, default=2,
+    group.add_argument("--num_segments", type=flags.positive_int, default=2,
                        help="mlm: segment ids the backbone embeds (2 lets "
                        "the preset fine-tune on sentence pairs).")
     group.add_argument("--cross_attention_synthesizer", default="vanilla",
@@ -116,7 +118,7 @@ def build_parser():
     group.add_argument("--mean_noise_span_length", type=float, default=3.0,
                        help="span_corruption: mean length of a dropped "
                        "span.")
-    group.add_argument("--num_sentinels", type=int, default=100,
+    group.add_argument("--num_sentinels", type=flags.positive_int, default=100,
                        help="span_corruption: sentinel tokens reserved in "
                        "a learned vocabulary (one per span of a window).")
 
@@ -125,14 +127,16 @@ def build_parser():
                             model_dir_default="runs/pretrain/<objective>-"
                             "<dataset>-<variant>")
     group = parser.add_argument_group("training (pretraining)")
-    group.add_argument("--steps_per_epoch", type=int, default=None,
+    group.add_argument("--steps_per_epoch", type=flags.positive_int,
+                       default=None,
                        help="Batches per epoch (a step budget: --epochs x "
                        "--steps_per_epoch batches; a backup after each "
                        "epoch). Default: one pass over the training "
                        "windows, the last batch filled from the next "
                        "pass.")
     flags.add_time_budget_flag(group)
-    group.add_argument("--eval_batch_size", type=int, default=64,
+    group.add_argument("--eval_batch_size", type=flags.positive_int,
+                       default=64,
                        help="Batch size of the held-out scoring.")
     group.add_argument("--no_tensorboard", dest="tensorboard",
                        action="store_false",
@@ -161,14 +165,6 @@ def validate_args(args, check_options=True):
         args.cross_attention_synthesizer = model_flags.canonical_synthesizer(
             "cross_attention_synthesizer", args.cross_attention_synthesizer)
         variants += ("cross_attention_synthesizer",)
-    for name in ("sequence_length", "num_layers", "hidden_dim", "num_heads",
-                 "batch_size", "epochs", "learning_rate", "vocab_size",
-                 "num_segments", "eval_batch_size", "num_sentinels"):
-        flags.positive(name, getattr(args, name))
-    for name in ("max_train_examples", "intermediate_dim",
-                 "time_budget_minutes", "steps_per_epoch"):
-        if getattr(args, name) is not None:
-            flags.positive(name, getattr(args, name))
     flags.check_hidden_dim(args.hidden_dim, args.num_heads)
     flags.check_ema_momentum(args.ema_momentum)
     args.synthesizer_options = model_flags.synthesizer_options(

@@ -78,7 +78,8 @@ def build_parser():
                 help=f"Parallel text file: {split} split, "
                 f"{'source' if side == 'src' else 'target'} side (one "
                 "sentence a line; .gz read transparently).")
-    group.add_argument("--max_train_examples", type=int, default=None,
+    group.add_argument("--max_train_examples", type=flags.positive_int,
+                       default=None,
                        help="Use only the first N training pairs "
                        "(default: all).")
 
@@ -91,7 +92,7 @@ def build_parser():
     group.add_argument("--cross_attention_synthesizer", default="vanilla",
                        help="Variant of the decoder's cross-attention "
                        "(vanilla in the paper).")
-    group.add_argument("--max_length", type=int, default=64,
+    group.add_argument("--max_length", type=flags.positive_int, default=64,
                        help="Longest source and target sequence in tokens "
                        "(the synthesizers' max_length); longer training "
                        "pairs are dropped (counted).")
@@ -130,18 +131,19 @@ def build_parser():
     group.add_argument("--warmup_fraction", type=float, default=0.1,
                        help="Warmup as a fraction of all training steps, "
                        "unless --warmup_steps is given.")
-    group.add_argument("--warmup_steps", type=int, default=None,
+    group.add_argument("--warmup_steps", type=flags.positive_int, default=None,
                        help="Warmup steps (the paper: 4000). Default: "
                        "--warmup_fraction of all training steps.")
     flags.add_time_budget_flag(group)
 
     group = parser.add_argument_group("decoding and outputs")
-    group.add_argument("--beam_size", type=int, default=4,
+    group.add_argument("--beam_size", type=flags.positive_int, default=4,
                        help="1 for greedy decoding.")
     group.add_argument("--length_penalty", type=float, default=0.6,
                        help="Beam search's alpha (>= 0): scores are log p / "
                        "((5 + length) / 6) ** alpha.")
-    group.add_argument("--decode_batch_size", type=int, default=64,
+    group.add_argument("--decode_batch_size", type=flags.positive_int,
+                       default=64,
                        help="Sentences translated together.")
     flags.add_output_switches(group)
     group = parser.add_argument_group("fine-tuning")
@@ -193,18 +195,10 @@ def validate_args(args, check_options=True):
             f"Argument `--preset`: {args.preset} has a source vocabulary of "
             "its own (encoder_vocabulary_size); the recipe fine-tunes "
             "presets with one shared vocabulary.")
-    for name in ("max_length", "num_layers", "hidden_dim", "num_heads",
-                 "batch_size", "epochs", "learning_rate", "vocab_size",
-                 "beam_size", "decode_batch_size"):
-        flags.positive(name, getattr(args, name))
     args.synthesizer_options = model_flags.synthesizer_options(
         args, ("synthesizer", "cross_attention_synthesizer"),
         max_length=args.max_length,
         check_values=check_options)
-    for name in ("max_train_examples", "intermediate_dim", "warmup_steps",
-                 "time_budget_minutes"):
-        if getattr(args, name) is not None:
-            flags.positive(name, getattr(args, name))
     flags.check_ema_momentum(args.ema_momentum)
     if args.max_length < 3:
         raise ValueError(f"Argument `--max_length` must be at least 3 "

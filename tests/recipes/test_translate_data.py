@@ -131,7 +131,6 @@ def test_unknown_variants(flag):
     (["--max_length=2"], r"--max_length` must be at least 3"),
     (["--hidden_dim=30", "--num_heads=4"], r"multiple of `--num_heads`"),
     (["--dropout=1.0"], r"--dropout` must be in \[0, 1\)"),
-    (["--beam_size=0"], r"--beam_size=0"),
     (["--tgt_vocab_file=v.txt"], r"needs `--vocab=separate`"),
     (["--valid_src=v.de", "--valid_tgt=v.en"], r"--train_src` and "),
     (["--dataset=builtin", "--train_src=a", "--train_tgt=b"],
@@ -140,6 +139,15 @@ def test_unknown_variants(flag):
 def test_bad_arguments(argv, message):
     with pytest.raises(ValueError, match=message):
         train_lib.validate_args(parse(["--src=de", "--tgt=en"] + argv))
+
+
+@pytest.mark.parametrize("flag", ["beam_size", "decode_batch_size",
+                                  "warmup_steps", "max_length"])
+def test_sizes_are_checked_by_the_parser(flag, capsys):
+    with pytest.raises(SystemExit):
+        parse(["--src=de", "--tgt=en", f"--{flag}=0"])
+    assert (f"error: Argument `--{flag}` must be positive. Received: "
+            f"--{flag}=0") in capsys.readouterr().err
 
 
 def test_arguments_are_canonicalised(tmp_path):

@@ -16,8 +16,33 @@ def test_common_flags():
             args.jit_compile) == ("mirrored", 64, "bfloat16", True)
     with pytest.raises(SystemExit):
         parser.parse_args(["--strategy=gpu"])
-    with pytest.raises(ValueError, match=r"--epochs.*--epochs=0"):
-        flags.positive("epochs", 0)
+
+@pytest.mark.parametrize("argv, message", [
+    (["--epochs=0"], "Argument `--epochs` must be positive. Received: "
+     "--epochs=0"),
+    (["--batch_size=-4"], "Argument `--batch_size` must be positive. "
+     "Received: --batch_size=-4"),
+    (["--batch_size=2.5"], "Argument `--batch_size` must be a positive "
+     "integer. Received: --batch_size=2.5"),
+    (["--learning_rate=0"], "Argument `--learning_rate` must be positive"),
+    (["--learning_rate=fast"], "Argument `--learning_rate` must be a "
+     "positive number. Received: --learning_rate=fast"),
+    (["--time_budget_minutes=-1"], "Argument `--time_budget_minutes` must "
+     "be positive"),
+])
+def test_positive_flags_are_checked_by_their_type(argv, message, capsys):
+    from recipes import cli
+
+    parser = cli.ArgumentParser(prog="recipe")
+    flags.add_common_flags(parser)
+    flags.add_time_budget_flag(parser)
+    with pytest.raises(SystemExit) as exit:
+        parser.parse_args(argv)
+    assert exit.value.code == 2
+    err = capsys.readouterr().err
+    assert f"recipe: error: {message}" in err, err
+    assert parser.parse_args(["--learning_rate=1e-4", "--epochs=2"]
+                             ).learning_rate == 1e-4
 
 
 def test_steps_per_execution_flag_defaults_per_device_and_divides_epochs():
