@@ -86,7 +86,8 @@ def _check_exports(recipe, run_dir, results):
 @pytest.mark.parametrize("key, recipe, argv", COMMANDS,
                          ids=[key for key, _, _ in COMMANDS])
 def test_recipe_trains_resumes_after_a_kill_and_exports(key, recipe, argv,
-                                                         tmp_path):
+                                                         tmp_path,
+                                                         record_property):
     straight_dir = str(tmp_path / "straight")
     killed_dir = str(tmp_path / "killed")
     straight = _start(recipe.module,
@@ -113,5 +114,14 @@ def test_recipe_trains_resumes_after_a_kill_and_exports(key, recipe, argv,
     # states, so the resumed epoch 2 repeats the uninterrupted one.
     got = [h["loss"] for h in resumed["history"]]
     want = [h["loss"] for h in uninterrupted["history"]]
+    # For the docs' table (`--junitxml`): the losses, the largest relative
+    # difference, what was exported.
+    record_property("losses", json.dumps({"uninterrupted": want,
+                                          "resumed": got}))
+    record_property("max_rel_diff", max(
+        abs(a - b) / abs(b) for a, b in zip(got, want)))
+    record_property("exports", json.dumps(sorted(
+        k for k in ("export", "keras_model", "preset", "export_token_ids")
+        if resumed.get(k))))
     assert got == pytest.approx(want, rel=LOSS_RTOL), (
         got, want, straight_out[-500:])
