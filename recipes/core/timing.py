@@ -1,5 +1,6 @@
 """The recipes' clocks, as Keras callbacks that read no tensor: training
-steps per second, and a time budget that stops training.
+steps per second, and a time budget that stops training; and the training
+speed in tokens per second that the recipes report.
 """
 
 import time
@@ -92,4 +93,21 @@ def make_time_budget_callback(minutes):
     return TimeBudget()
 
 
-__all__ = ["make_steps_timer", "make_time_budget_callback"]
+def training_speed(steps_per_second, tokens_per_step, what, note, log,
+                   about=False):
+    """`results.json`'s `tokens_per_second` (steps/s x `tokens_per_step`;
+    None without a measured step) and `tokens_per_second_note` (`note`:
+    how it was counted), logged as one line "Training speed: S steps/s,
+    T tokens/s (`what`)." (`about`: an estimate, e.g. from mean
+    lengths)."""
+    tokens_per_second = (steps_per_second * tokens_per_step
+                         if steps_per_second else None)
+    if tokens_per_second:
+        log(f"Training speed: {steps_per_second:.2f} steps/s, "
+            f"{'about ' if about else ''}{tokens_per_second:,.0f} tokens/s "
+            f"({what}).")
+    return {"tokens_per_second": tokens_per_second,
+            "tokens_per_second_note": note}
+
+
+__all__ = ["make_steps_timer", "make_time_budget_callback", "training_speed"]

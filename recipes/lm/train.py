@@ -28,6 +28,7 @@ from recipes.core import flags
 from recipes.core import model_flags
 from recipes.core import run_directory
 from recipes.core import runtime
+from recipes.core import timing
 from recipes.lm import data as data_lib
 
 PROG = "python -m recipes.lm"
@@ -245,13 +246,11 @@ def run(args, log=print):
                 f"{args.epochs} epochs.")
 
     def evaluate(lm, run):
-        steps_per_second = run["steps_per_second"]
-        tokens_per_second = (steps_per_second * args.batch_size
-                             * args.sequence_length if steps_per_second
-                             else None)
-        if tokens_per_second:
-            log(f"Training speed: {steps_per_second:.2f} steps/s, "
-                f"{tokens_per_second:,.0f} tokens/s (window positions).")
+        speed = timing.training_speed(
+            run["steps_per_second"], args.batch_size * args.sequence_length,
+            "window positions", "steps/s x batch_size x sequence_length "
+            "(every window position is a scored label in the stream cut; "
+            "padding included in the sentence cut)", log)
         results = evaluation.evaluate_and_sample(lm, encoded, corpus, args,
                                                  run_dir, log)
         results.update({
@@ -261,10 +260,7 @@ def run(args, log=print):
             "synthesizer": args.synthesizer,
             "vocabulary_size": tokenizer.vocabulary_size(),
             "unknown_tokens": {s: e["unknown"] for s, e in encoded.items()},
-            "tokens_per_second": tokens_per_second,
-            "tokens_per_second_note": "steps/s x batch_size x "
-            "sequence_length (every window position is a scored label in "
-            "the stream cut; padding included in the sentence cut)",
+            **speed,
         })
         return results
 

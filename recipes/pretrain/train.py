@@ -33,6 +33,7 @@ from recipes.core import flags
 from recipes.core import model_flags
 from recipes.core import run_directory
 from recipes.core import runtime
+from recipes.core import timing
 from recipes.core import training
 from recipes.pretrain import data as data_lib
 
@@ -293,13 +294,10 @@ def run(args, log=print):
                 f"training windows), {args.epochs} epochs.")
 
     def evaluate(model, run):
-        steps_per_second = run["steps_per_second"]
-        tokens_per_second = (steps_per_second * args.batch_size
-                             * args.sequence_length if steps_per_second
-                             else None)
-        if tokens_per_second:
-            log(f"Training speed: {steps_per_second:.2f} steps/s, "
-                f"{tokens_per_second:,.0f} tokens/s (window positions).")
+        speed = timing.training_speed(
+            run["steps_per_second"], args.batch_size * args.sequence_length,
+            "window positions", "steps/s x batch_size x sequence_length "
+            "(window positions, padding included)", log)
         heldout = objectives.score(model, valid_ds)
         log(f"Held-out ({heldout['predicted_tokens']:,} predicted tokens): "
             f"loss {heldout['loss']:.4f}, accuracy "
@@ -313,9 +311,7 @@ def run(args, log=print):
             "corpus_tokens": tokens,
             "windows": {"train": len(train[0]), "heldout": len(valid[0]),
                         "length": window},
-            "tokens_per_second": tokens_per_second,
-            "tokens_per_second_note": "steps/s x batch_size x "
-            "sequence_length (window positions, padding included)",
+            **speed,
         }
 
     def export(model):  # on the chief

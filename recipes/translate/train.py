@@ -31,6 +31,7 @@ from recipes.core import presets
 from recipes.core import run_directory
 from recipes.core import storage
 from recipes.core import runtime
+from recipes.core import timing
 from recipes.core import vocabulary
 from recipes.translate import data as data_lib
 
@@ -359,15 +360,13 @@ def run(args, log=print):
                 "parameters.")
 
     def evaluate(model, run):
-        steps_per_second = run["steps_per_second"]
         tokens_per_pair = (encoded["src_tokens"] + encoded["tgt_tokens"]
                            ) / max(1, encoded["kept"])
-        tokens_per_second = (steps_per_second * args.batch_size
-                             * tokens_per_pair if steps_per_second else None)
-        if tokens_per_second:
-            log(f"Training speed: {steps_per_second:.2f} steps/s, about "
-                f"{tokens_per_second:,.0f} tokens/s (source + target, "
-                "padding excluded).")
+        speed = timing.training_speed(
+            run["steps_per_second"], args.batch_size * tokens_per_pair,
+            "source + target, padding excluded", "steps/s x batch_size x "
+            "mean (source + target) tokens of the kept training pairs, "
+            "padding excluded", log, about=True)
 
         # The preprocessor is attached now: `fit` was fed features.
         model.preprocessor = preprocessor
@@ -409,9 +408,7 @@ def run(args, log=print):
                                 "tgt": len(tgt_vocab)},
             "train_pairs": encoded["kept"],
             "train_pairs_dropped": encoded["dropped"],
-            "tokens_per_second": tokens_per_second,
-            "tokens_per_second_note": "steps/s x batch_size x mean (source "
-            "+ target) tokens of the kept training pairs, padding excluded",
+            **speed,
             "warmup_steps": warmup_steps,
             "hypotheses": hypothesis_files,
         }

@@ -148,3 +148,20 @@ def test_time_budget_stops_after_the_call_in_progress():
     assert budget.stopped
     assert int(model.optimizer.iterations.numpy()) == 6
     assert timer.steps == 6
+
+
+def test_training_speed_is_steps_per_second_times_tokens_per_step():
+    lines = []
+    speed = timing.training_speed(2.5, 4 * 16, "window positions",
+                                  "steps/s x 4 x 16", lines.append)
+    assert speed == {"tokens_per_second": 160.0,
+                     "tokens_per_second_note": "steps/s x 4 x 16"}
+    assert lines == ["Training speed: 2.50 steps/s, 160 tokens/s (window "
+                     "positions)."]
+    speed = timing.training_speed(0.0, 64, "x", "n", lines.append,
+                                  about=True)
+    assert speed["tokens_per_second"] is None and len(lines) == 1
+    timing.training_speed(1.0, 1500.0, "source + target", "n", lines.append,
+                          about=True)
+    assert lines[-1] == ("Training speed: 1.00 steps/s, about 1,500 tokens/s "
+                         "(source + target).")
