@@ -5,6 +5,7 @@ Pure Python: building a parser and checking its flags imports neither
 Keras nor TensorFlow.
 """
 
+import argparse
 import os
 
 from recipes.core import processes
@@ -177,8 +178,6 @@ def positive_float(text):
 
 
 def _positive(kind, noun, text):
-    import argparse
-
     try:
         value = kind(text)
     except ValueError:
