@@ -7,7 +7,8 @@ from the paper's equations, independently of the layer's code:
 
 - values `V = M W_V + b_V`, output `Y = concat_h(P_h V_h) W_O + b_O`;
 - the logits of every variant (docs/layer.md, "The variants") and of mixtures,
-  `sum_i softmax(w_h)_i L_i`;
+  `sum_i softmax(w_h)_i L_i`; the convolutions' logits are `-inf` outside
+  their window of `kernel_size` keys;
 - masks combined as in `keras.layers.MultiHeadAttention` (True = may
   attend) and applied to the final logits; a query row whose keys are all
   masked gets all-zero probabilities.
@@ -174,7 +175,33 @@ def _variant_logits(layer, name, weights, query, key, start, T, S):
         R2 = weights["factorized_random/right"][:, :S]
         L = np.einsum("ntr,nsr->nts", R1, R2)
         return np.broadcast_to(L[None], (B, H, T, S))
+    if name in ("light_conv", "dynamic_conv"):
+        return np.broadcast_to(_convolution_logits(
+            layer, name, weights, query, start, T, S), (B, H, T, S))
     raise ValueError(f"Unknown variant {name!r}")
+
+
+def _convolution_logits(layer, name, weights, query, start, T, S):
+    """`L_h[t, s] = kernel_h[s - t + before]` in the window of `t`, `-inf`
+    outside: `light_conv`'s kernel is a weight `(H, K)`, `dynamic_conv`'s
+    is predicted from `x_t`, `W_h x_t + b_h`."""
+    options = layer.synthesizer_options[name]
+    size = options["kernel_size"]
+    before = size - 1 if options["padding"] == "causal" else (size - 1) // 2
+    tap = np.arange(S)[None, :] - (np.arange(T)[:, None] + start) + before
+    inside = (tap >= 0) & (tap < size)
+    tap = np.clip(tap, 0, size - 1)
+    if name == "light_conv":
+        kernel = weights["light_conv/kernel"]  # (H, K)
+        logits = kernel[:, tap][None]  # (1, H, T, S)
+    else:
+        kernel = _project(query, weights, "dynamic_conv/projection")
+        # (B, T, H, K) -> (B, H, T, S): row t takes its own kernel's taps.
+        logits = np.take_along_axis(
+            kernel.transpose(0, 2, 1, 3), np.broadcast_to(
+                tap, kernel.shape[:1] + kernel.shape[2:3] + tap.shape),
+            axis=-1)
+    return np.where(inside, logits, -np.inf)
 
 
 def reference_logits(layer, query, value=None, key=None, query_start_index=0,
@@ -367,6 +394,7 @@ def _logit_errors(layer, weights, query, key, start, T, S):
                               else logits_dtype(policy))
         size = _variant_logits(layer, name, magnitudes, np.abs(query),
                                np.abs(key), start, T, S)
+        size = np.where(np.isfinite(size), size, 0.0)  # (-inf: masked)
         errors = errors + alpha[None, :, i, None, None] * eps * size
     return errors
 

@@ -79,10 +79,22 @@ def attend(
     rows, padded_keys = attention_masks.padding_masks(
         query_length, key_length, query_mask, value_mask, key_mask
     )
-    pattern = attention_masks.pattern_mask(
-        query_length, key_length, use_causal_mask, sliding_window,
-        query_start,
-    )
+
+    def pattern_of(start, length):
+        """The causal mask, the sliding window and the synthesizers'
+        windows (`Synthesizer.window`) of the query rows at positions
+        `start ... start + length - 1`, `(length, S)` or `None`."""
+        pattern = attention_masks.pattern_mask(
+            length, key_length, use_causal_mask, sliding_window, start,
+        )
+        for synthesizer in synthesizers:
+            window = synthesizer.window(start, length, key_length)
+            if window is not None:
+                pattern = (window if pattern is None
+                           else ops.logical_and(pattern, window))
+        return pattern
+
+    pattern = pattern_of(query_start, query_length)
     if attention_mask is not None:
         attention_masks.check_attention_mask(
             attention_mask, synthesizers[0].num_heads, query_length,
@@ -104,10 +116,7 @@ def attend(
         )
 
         def block_pattern(start, length):
-            pattern = attention_masks.pattern_mask(
-                length, key_length, use_causal_mask, sliding_window,
-                query_start + start,
-            )
+            pattern = pattern_of(query_start + start, length)
             if mask_pattern is None:
                 return pattern
             rows_of_mask = ops.slice(mask_pattern, (start, 0),

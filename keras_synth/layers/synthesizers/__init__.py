@@ -2,7 +2,8 @@
 that owns its options, weights, logits and cost, found by name in the
 registry (`register_synthesizer`, `get_synthesizer`)."""
 
-# Imported in the paper's order, which is the registry's order.
+# Imported in the paper's order, which is the registry's order, then the
+# convolutions (Wu et al., 2019).
 from keras_synth.layers.synthesizers.base import Synthesizer
 from keras_synth.layers.synthesizers.base import scaled
 from keras_synth.layers.synthesizers.dense import DenseSynthesizer
@@ -15,6 +16,10 @@ from keras_synth.layers.synthesizers.factorized_random import (
     FactorizedRandomSynthesizer,
 )
 from keras_synth.layers.synthesizers.vanilla import VanillaSynthesizer
+from keras_synth.layers.synthesizers.light_conv import LightConvSynthesizer
+from keras_synth.layers.synthesizers.dynamic_conv import (
+    DynamicConvSynthesizer,
+)
 from keras_synth.layers.synthesizers.registry import deserialize_options
 from keras_synth.layers.synthesizers.registry import get_synthesizer
 from keras_synth.layers.synthesizers.registry import parse_synthesizer
@@ -35,12 +40,18 @@ VARIANTS = (
     "factorized_random",
     "vanilla",
 )
+# The convolution synthesizers (Wu et al., 2019), built in as well: a
+# window of `kernel_size` keys per query, no `max_length`.
+CONV_VARIANTS = ("light_conv", "dynamic_conv")
 
 __all__ = [
+    "CONV_VARIANTS",
     "DenseSynthesizer",
+    "DynamicConvSynthesizer",
     "FactorizedDenseSynthesizer",
     "FactorizedRandomSynthesizer",
     "FixedRandomSynthesizer",
+    "LightConvSynthesizer",
     "RandomSynthesizer",
     "Synthesizer",
     "VARIANTS",

@@ -174,15 +174,16 @@ class Synthesizer(SynthesizerLora, SynthesizerQuantization,
             autocast=False,
         )
 
-    def built_projection(self, name, activation, input_shape):
-        """A built `EinsumDense` from `(B, T, d)` to `(B, T, H, key_dim)`,
-        with the layer's initializers, regularizers and constraints."""
+    def built_projection(self, name, activation, input_shape, size=None):
+        """A built `EinsumDense` from `(B, T, d)` to `(B, T, H, size)`
+        (`size` defaults to `key_dim`), with the layer's initializers,
+        regularizers and constraints."""
         kw = dict(self.sublayer_kwargs)
         kw["kernel_initializer"] = clone_initializer(kw["kernel_initializer"])
         kw["bias_initializer"] = clone_initializer(kw["bias_initializer"])
         projection = EinsumDense(
             "btd,dnk->btnk",
-            output_shape=(None, self.num_heads, self.key_dim),
+            output_shape=(None, self.num_heads, size or self.key_dim),
             bias_axes="nk" if self.use_bias else None,
             activation=activation,
             name=name,
@@ -235,6 +236,18 @@ class Synthesizer(SynthesizerLora, SynthesizerQuantization,
                 weight.assign(ops.zeros(weight.shape, weight.dtype))
 
     # -------------------------------------------------------------- logits
+
+    def window(self, query_start, query_length, key_length):
+        """The keys the logits exist for: a boolean `(T, S)` mask (`True`
+        = may attend), or `None` for every key (the default).
+
+        A variant whose logits are defined on a band only (the convolution
+        synthesizers: `kernel_size` keys around each query) returns it; the
+        layer applies it as it applies the causal mask, so it restricts
+        the whole mixture (the logits outside it are `-inf`) and combines
+        with the other masks. Arguments as in `logits`.
+        """
+        return None
 
     def project_key(self, key):
         """Projects the key input; `None` for synthesizers without keys."""
