@@ -20,6 +20,7 @@ from keras import ops
 
 from keras_synth.layers import VARIANTS
 from keras_synth.layers import get_synthesizer
+from keras_synth.layers.synthesizers import CONV_VARIANTS
 
 BACKEND = keras.backend.backend()
 
@@ -40,7 +41,12 @@ MIXTURES = (
     f"{BATCH_INDEPENDENT[0]}+{BATCH_DEPENDENT_SYNTHETIC[0]}",
     "+".join(VARIANTS),
 )
-ALL_VARIANTS = tuple(VARIANTS) + MIXTURES
+# The convolutions (a window of keys per query), alone and mixed.
+CONVOLUTIONS = tuple(CONV_VARIANTS) + (
+    f"{CONV_VARIANTS[-1]}+{DOT_PRODUCT[0]}",
+    f"{CONV_VARIANTS[0]}+{BATCH_INDEPENDENT[0]}",
+)
+ALL_VARIANTS = tuple(VARIANTS) + MIXTURES + CONVOLUTIONS
 
 
 def skip_unless_saved_model_export():
@@ -67,11 +73,11 @@ def randomize(layer, seed=0, scale=0.5):
         )
 
 
-def logit_path_params(variant, d, heads, k, length, rank):
+def logit_path_params(variant, d, heads, k, length, rank, kernel_size=3):
     """Parameters of the logit path (docs/design.md, "The variants") of
     `variant` for width `d`, `heads` heads of size `k`, `max_length`
-    `length` and factorized rank `rank`, biases and mixture weights
-    included."""
+    `length`, factorized rank `rank` and convolution `kernel_size`, biases
+    and mixture weights included."""
     a = math.ceil(math.sqrt(length))
     b = math.ceil(length / a)
     per_variant = {
@@ -83,6 +89,8 @@ def logit_path_params(variant, d, heads, k, length, rank):
         "factorized_dense": d * heads * k + heads * k
         + heads * k * (a + b) + heads * (a + b),
         "factorized_random": 2 * heads * length * rank,
+        "light_conv": heads * kernel_size,
+        "dynamic_conv": d * heads * kernel_size + heads * kernel_size,
     }
     names = variant.split("+")
     total = sum(per_variant[name] for name in names)

@@ -34,10 +34,15 @@ VARIANTS = list(SYNTHESIZER_VARIANTS) + [
     "dense+vanilla",
     "random+dense",
     "factorized_dense+factorized_random",
+    "light_conv",
+    "dynamic_conv",
+    "dynamic_conv+vanilla",
+    "light_conv+random",
 ]
 PURE = {"dense", "random", "fixed_random", "factorized_dense",
         "factorized_random", "random+dense",
-        "factorized_dense+factorized_random"}
+        "factorized_dense+factorized_random", "light_conv", "dynamic_conv",
+        "light_conv+random"}
 B, T, D, HEADS, MAX_LEN = 2, 7, 16, 2, 10
 TOL = dict(atol=1e-5, rtol=1e-5)
 

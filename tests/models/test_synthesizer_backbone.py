@@ -10,7 +10,7 @@ from tests.models.model_utils import make_backbone
 from tests.models.model_utils import to_numpy
 
 VARIANTS = ["vanilla", "dense", "random", "factorized_random",
-            "random+vanilla"]
+            "random+vanilla", "light_conv", "dynamic_conv+vanilla"]
 
 
 @pytest.mark.parametrize("synthesizer", VARIANTS)
