@@ -28,7 +28,12 @@ from keras_synth.layers import SynthesizerDecoder
 from keras_synth.layers import SynthesizerEncoder
 from keras_synth.layers import get_synthesizer
 from keras_synth.layers import registered_synthesizers
+from keras_synth.layers.attention import general as general_attention
+from keras_synth.layers.attention import shared as shared_attention
 from keras_synth.layers.synthesizers import CONV_VARIANTS
+from keras_synth.layers.synthesizers.convolution import (
+    ConvolutionSynthesizer,
+)
 from keras_synth.models import SynthesizerBackbone
 from tests.layers import numpy_reference as ref
 from tests.layers.decoding_helpers import compiled
@@ -207,6 +212,82 @@ def test_any_length_without_max_length(variant):
     _check_against_reference(layer, x, value_mask=keys)
 
 
+# ----------------------------------------------------------- windowed path
+
+
+@pytest.fixture
+def windowed_only(monkeypatch):
+    """Fails any call that builds `T x S` logits, a window or attention
+    over them: only the windowed path may run."""
+    def fail(*args, **kwargs):
+        raise AssertionError("a T x S path ran")
+
+    monkeypatch.setattr(ConvolutionSynthesizer, "window", fail)
+    for cls in {get_synthesizer(name) for name in CONV_VARIANTS}:
+        monkeypatch.setattr(cls, "logits", fail)
+    monkeypatch.setattr(general_attention, "attend", fail)
+    monkeypatch.setattr(shared_attention, "shared_attention", fail)
+    return monkeypatch
+
+
+@pytest.mark.parametrize("variant", CONV_VARIANTS)
+@pytest.mark.parametrize("padding", ["centered", "causal"])
+@pytest.mark.parametrize("masks", MASKS + ["sliding", "attention_keys"])
+def test_windowed_path_never_builds_t_by_s(variant, padding, masks,
+                                           windowed_only):
+    """Alone, with padding, causal, sliding-window or `(B, 1, S)` masks,
+    a convolution runs as one (`windowed_only` fails anything else), and
+    equals the reference."""
+    layer = _layer(variant, 4, padding)
+    x, keys = _inputs()
+    args, reference_args = _masks(masks, keys), {}
+    if masks == "sliding":
+        args = dict(use_causal_mask=True)
+        layer = SynthesizerAttention.from_config(
+            dict(layer.get_config(), sliding_window=2))
+        layer(x, x)
+        randomize(layer, seed=1)
+        offsets = np.arange(T)[None, :] - np.arange(T)[:, None]
+        reference_args = dict(attention_mask=np.abs(offsets)[None] < 2)
+    elif masks == "attention_keys":
+        args = dict(attention_mask=keys[:, None, :])
+    out = _np(layer(x, x, **args))
+    windowed_only.undo()
+    expected, _ = ref.reference_attention(layer, x, x, **args,
+                                          **reference_args)
+    np.testing.assert_allclose(out, expected, **TOL)
+
+
+@pytest.mark.parametrize("synthesizer", ["light_conv", "dynamic_conv+vanilla"])
+def test_windowed_path_steps_aside(synthesizer, windowed_only):
+    """Scores, a mixture and a `(B, T, S)` mask take a `T x S` path."""
+    layer = _layer(synthesizer, 3)
+    x, keys = _inputs()
+    attention = np.broadcast_to(keys[:, None, :], (B, T, T))
+    calls = [dict(return_attention_scores=True), dict(attention_mask=attention)]
+    for kwargs in calls if synthesizer == "light_conv" else [{}]:
+        with pytest.raises(AssertionError, match="T x S path"):
+            layer(x, x, **kwargs)
+
+
+@pytest.mark.parametrize("variant", CONV_VARIANTS)
+def test_windowed_path_at_length_4096(variant, windowed_only):
+    """Linear in the length: 4,096 positions, a few rows checked against a
+    direct computation over their windows."""
+    length = 4096
+    layer = _layer(variant, 5, "centered", length=length)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((1, length, D)).astype("float32")
+    out = _np(layer(x, x))
+    windowed_only.undo()
+    for t in (0, 1, 2048, length - 1):
+        lo, hi = max(t - 2, 0), min(t + 3, length)
+        piece = x[:, lo:hi]
+        expected, _ = ref.reference_attention(
+            layer, piece, piece, query_start_index=0)
+        np.testing.assert_allclose(out[:, t], expected[:, t - lo], **TOL)
+
+
 # ----------------------------------------------------- masks and mixtures
 
 
@@ -266,7 +347,9 @@ def test_mixture_of_two_windows_is_their_intersection():
 def test_cached_decoding_equals_full_pass(synthesizer, padding):
     layer = _layer(synthesizer, 3, padding)
     x, _ = _inputs()
-    full = _np(layer(x, x, use_causal_mask=True))
+    # With scores: the general path (the steps may take the windowed one).
+    full, _ = layer(x, x, use_causal_mask=True, return_attention_scores=True)
+    full = _np(full)
     stepped, _ = compiled(lambda x: decode_step_by_step(layer, x, T))(x)
     np.testing.assert_allclose(_np(stepped), full, **TOL)
 
@@ -277,7 +360,7 @@ def test_causal_window_decodes_without_a_causal_mask(variant):
     without one gives the full pass without one."""
     layer = _layer(variant, 4, "causal")
     x, _ = _inputs()
-    full = _np(layer(x, x))
+    full = _np(layer(x, x, return_attention_scores=True)[0])
     cache = layer.initial_cache(B, T)
     for t in range(T):
         step = x[:, t:t + 1]

@@ -1,7 +1,9 @@
 """From projected inputs and masks to attention outputs: which path runs.
 
 `attend` computes the (mixed) logits of the synthesizers and sends them
-down one of two paths:
+down one of two paths (a convolution synthesizer alone with padding,
+causal or sliding-window masks takes a third, `windowed_attention`, which
+never builds `T x S` logits):
 
 - the batch-shared path (`shared_attention`): batch-independent logits
   (random, fixed random, factorized random and their mixtures) with masks
@@ -25,6 +27,7 @@ from keras_synth.layers.attention import general as general_attention
 from keras_synth.layers.synthesizers import mixture
 from keras_synth.layers.attention import query_blocks
 from keras_synth.layers.attention import shared as shared_attention
+from keras_synth.layers.attention import windowed as windowed_attention
 
 
 def attend(
@@ -79,6 +82,27 @@ def attend(
     rows, padded_keys = attention_masks.padding_masks(
         query_length, key_length, query_mask, value_mask, key_mask
     )
+    if attention_mask is not None:
+        attention_masks.check_attention_mask(
+            attention_mask, synthesizers[0].num_heads, query_length,
+            key_length,
+        )
+    dropout = 0.0 if dropout_layer is None else dropout_layer.rate
+    windowed = None
+    if fast_paths and not return_attention_scores and not (
+            dropout > 0.0 and training):
+        windowed = windowed_attention.windowed_synthesizer(
+            synthesizers, attention_mask)
+    if windowed is not None:
+        # A convolution alone: K taps per query, never `T x S`.
+        if attention_mask is not None:  # (B|1, 1, S): key padding
+            allowed = ops.cast(attention_mask[:, 0, :], "bool")
+            padded_keys = allowed if padded_keys is None else (
+                ops.logical_and(padded_keys, allowed))
+        return windowed_attention.windowed_attention(
+            windowed, query, values, query_start, rows, padded_keys,
+            use_causal_mask, sliding_window,
+        ), None
 
     def pattern_of(start, length):
         """The causal mask, the sliding window and the synthesizers'
@@ -95,15 +119,9 @@ def attend(
         return pattern
 
     pattern = pattern_of(query_start, query_length)
-    if attention_mask is not None:
-        attention_masks.check_attention_mask(
-            attention_mask, synthesizers[0].num_heads, query_length,
-            key_length,
-        )
     factored = attention_masks.factor_masks(
         rows, padded_keys, pattern, attention_mask
     )
-    dropout = 0.0 if dropout_layer is None else dropout_layer.rate
     shared = shared_attention.uses_shared_path(
         any(s.batch_dependent for s in synthesizers), factored, dropout,
         training, return_attention_scores, fast_paths=fast_paths,

@@ -85,3 +85,10 @@ class ConvolutionSynthesizer(Synthesizer):
 
     def window(self, query_start, query_length, key_length):
         return self.taps(query_start, query_length, key_length)[1]
+
+    def tap_logits(self, query, query_start, query_length):
+        """The logits of the taps of each query's window: `(H, K)` shared
+        by every query, or `(B, T, H, K)`, in the logits dtype. `logits`
+        places them in the `T x S` matrix; the layer's windowed path
+        (`attention.windowed`) uses them as they are."""
+        raise NotImplementedError

@@ -41,7 +41,7 @@ class DynamicConvSynthesizer(ConvolutionSynthesizer):
         """`W = 0, b = 0` (the gradient of `W` stays non-zero)."""
         self.assign_zeros(self.projection.kernel, self.projection.bias)
 
-    def kernels(self, query):
+    def tap_logits(self, query, query_start, query_length):
         """The predicted kernels `(B, T, H, K)`, in the logits dtype."""
         return ops.cast(self.projection(query), self.logits_dtype)
 
@@ -51,7 +51,8 @@ class DynamicConvSynthesizer(ConvolutionSynthesizer):
         # (T, S, K): key s of row t is tap `taps[t, s]`, if inside.
         select = ops.one_hot(taps, self.kernel_size, dtype=self.logits_dtype)
         select = select * ops.cast(inside, self.logits_dtype)[..., None]
-        return ops.einsum("btnk,tsk->bnts", self.kernels(query), select)
+        return ops.einsum("btnk,tsk->bnts", self.tap_logits(
+            query, query_start, query_length), select)
 
     def flops(self, batch_size, query_length, key_length, input_dim):
         """The projection and the placement of the taps."""

@@ -47,8 +47,11 @@ class LightConvSynthesizer(ConvolutionSynthesizer):
         """`w = 0`: the window's keys get equal weights (and a gradient)."""
         self.assign_zeros(self.kernel)
 
+    def tap_logits(self, query, query_start, query_length):
+        return self.kernel.value  # (H, K)
+
     def logits(self, query, key, query_start, query_length, key_length,
                scale=None):
         taps, inside = self.taps(query_start, query_length, key_length)
-        logits = ops.take(self.kernel, taps, axis=1)  # (H, T, S)
+        logits = ops.take(self.kernel.value, taps, axis=1)  # (H, T, S)
         return ops.where(inside, logits, ops.zeros_like(logits))

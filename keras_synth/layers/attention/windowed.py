@@ -1,0 +1,90 @@
+"""The windowed path: a convolution synthesizer alone, as a convolution.
+
+`light_conv` and `dynamic_conv` give each query `K = kernel_size` logits,
+one per tap of its window (`tap_logits`: `(H, K)` or `(B, T, H, K)`). Alone
+in the layer, with masks that are padding (query rows `(B, T)`, keys
+`(B, S)`, an `attention_mask` of shape `(B, 1, S)`), the causal mask or a
+sliding window, attention is
+
+    y_h[t] = sum_j softmax_j(l_h[t]) v_h[t + j - before],
+
+the softmax over the taps whose keys exist and are allowed: `K` gathered
+copies of the values, `B x T x H x K` probabilities, linear in the length;
+the `T x S` logits, masks and probabilities of the other paths are never
+built. It equals the general path (which `fast_paths=False`, returned
+scores, active dropout, a mixture or any other `attention_mask` take).
+"""
+
+from keras import ops
+
+from keras_synth.layers.attention.masks import lowest_value
+from keras_synth.layers.attention.masks import softmax_over_keys
+from keras_synth.layers.attention.masks import zero_rows
+from keras_synth.layers.synthesizers.convolution import ConvolutionSynthesizer
+from keras_synth.layers.synthesizers.convolution import window_sides
+
+
+def windowed_synthesizer(synthesizers, attention_mask=None):
+    """The convolution synthesizer that the windowed path can run alone,
+    or `None` (a mixture, another variant, an `attention_mask` other than
+    key padding `(B|1, 1, S)`)."""
+    if len(synthesizers) != 1:
+        return None
+    if not isinstance(synthesizers[0], ConvolutionSynthesizer):
+        return None
+    if attention_mask is not None and (len(attention_mask.shape) != 3
+                                       or attention_mask.shape[1] != 1):
+        return None
+    return synthesizers[0]
+
+
+def windowed_attention(synthesizer, query, values, query_start=0, rows=None,
+                       keys=None, use_causal_mask=False, sliding_window=None):
+    """Attention of a convolution synthesizer over its window.
+
+    Args:
+        synthesizer: a built `ConvolutionSynthesizer`.
+        query: the query input `(B, T, d)`.
+        values: projected values `(B, S, H, value_dim)`.
+        query_start: position of the first query row.
+        rows: boolean query mask `(B, T)` or `None`.
+        keys: boolean key mask `(B|1, S)` or `None`.
+        use_causal_mask, sliding_window: as the layer's arguments.
+
+    Returns:
+        `attention_output (B, T, H, value_dim)`.
+    """
+    size = synthesizer.kernel_size
+    before, _ = window_sides(size, synthesizer.padding)
+    query_length = ops.shape(query)[1]
+    key_length = ops.shape(values)[1]
+    offsets = ops.arange(size, dtype="int32") - before  # (K,)
+    sources = (ops.arange(query_length, dtype="int32")
+               + ops.cast(query_start, "int32"))[:, None] + offsets  # (T, K)
+    allowed = ops.logical_and(ops.greater_equal(sources, 0),
+                              ops.less(sources, key_length))
+    if use_causal_mask:
+        allowed = ops.logical_and(allowed, ops.less_equal(offsets, 0))
+    if sliding_window is not None:
+        allowed = ops.logical_and(
+            allowed, ops.less(ops.abs(offsets), sliding_window))
+    sources = ops.clip(sources, 0, key_length - 1)
+    allowed = ops.expand_dims(allowed, 0)  # (1, T, K)
+    if keys is not None:
+        allowed = ops.logical_and(allowed, ops.take(keys, sources, axis=1))
+    logits = synthesizer.tap_logits(query, query_start, query_length)
+    if len(logits.shape) == 2:
+        logits = logits[None, None]  # (1, 1, H, K)
+    mask = ops.expand_dims(allowed, 2)  # (B|1, T, 1, K)
+    probs = softmax_over_keys(
+        ops.where(mask, logits, lowest_value(logits.dtype)))
+    probs = probs * ops.cast(mask, probs.dtype)  # no key left: zeros
+    # (einsum broadcasts no axis of size 1 on TensorFlow)
+    probs = ops.broadcast_to(probs, (ops.shape(values)[0], query_length,
+                                     synthesizer.num_heads, size))
+    gathered = ops.take(values, sources, axis=1)  # (B, T, K, H, value_dim)
+    output = ops.einsum("btnk,btknh->btnh",
+                        ops.cast(probs, values.dtype), gathered)
+    if rows is not None:
+        output = zero_rows(output, rows)
+    return output
