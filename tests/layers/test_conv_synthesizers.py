@@ -35,6 +35,8 @@ from keras_synth.layers.synthesizers.convolution import (
     ConvolutionSynthesizer,
 )
 from keras_synth.models import SynthesizerBackbone
+from tests.backend_utils import gradients
+from tests.layers import layer_harness as harness
 from tests.layers import numpy_reference as ref
 from tests.layers.decoding_helpers import compiled
 from tests.layers.decoding_helpers import decode_step_by_step
@@ -286,6 +288,47 @@ def test_windowed_path_at_length_4096(variant, windowed_only):
         expected, _ = ref.reference_attention(
             layer, piece, piece, query_start_index=0)
         np.testing.assert_allclose(out[:, t], expected[:, t - lo], **TOL)
+
+
+@pytest.mark.parametrize("variant", CONV_VARIANTS)
+@pytest.mark.parametrize("padding", ["centered", "causal"])
+def test_windowed_path_gradients_equal_the_general_path(variant, padding):
+    """The gradients of every weight (and the input) through the windowed
+    path equal those through the `T x S` path (taken with scores)."""
+    layer = _layer(variant, 3, padding)
+    x, keys = _inputs()
+    x = ops.convert_to_tensor(x)
+    weights = layer.trainable_weights
+
+    def loss(general):
+        out = layer(x, x, value_mask=keys, use_causal_mask=True,
+                    return_attention_scores=general)
+        out = out[0] if general else out
+        return ops.sum(ops.square(out))
+
+    fast = gradients(lambda: loss(False), weights)
+    general = gradients(lambda: loss(True), weights)
+    for weight, a, b in zip(weights, fast, general):
+        assert np.any(a != 0), weight.path
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5,
+                                   err_msg=weight.path)
+
+
+@pytest.mark.parametrize("synthesizer", ["light_conv", "dynamic_conv",
+                                         "dynamic_conv+vanilla"])
+def test_layer_harness(synthesizer, tmp_path):
+    """Build, call, config and `.keras` round trips, fit, mixed precision
+    and a compiled call (tests/layers/layer_harness.py)."""
+    x, keys = _inputs()
+    harness.run_layer_test(
+        SynthesizerAttention,
+        dict(num_heads=H, key_dim=KEY_DIM, synthesizer=synthesizer,
+             synthesizer_options={"kernel_size": 3, "padding": "causal"}),
+        (x, x),
+        call_kwargs={"value_mask": keys, "use_causal_mask": True},
+        expected_output_shape=(B, T, D),
+        tmp_path=tmp_path,
+    )
 
 
 # ----------------------------------------------------- masks and mixtures
