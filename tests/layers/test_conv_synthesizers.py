@@ -260,16 +260,21 @@ def test_windowed_path_never_builds_t_by_s(variant, padding, masks,
     np.testing.assert_allclose(out, expected, **TOL)
 
 
-@pytest.mark.parametrize("synthesizer", ["light_conv", "dynamic_conv+vanilla"])
-def test_windowed_path_steps_aside(synthesizer, windowed_only):
-    """Scores, a mixture and a `(B, T, S)` mask take a `T x S` path."""
-    layer = _layer(synthesizer, 3)
+@pytest.mark.parametrize("case", ["scores", "attention_mask", "mixture"])
+def test_windowed_path_steps_aside(case, windowed_only):
+    """Returned scores, a `(B, T, S)` mask and a mixture take a `T x S`
+    path (which `windowed_only` makes fail)."""
+    layer = _layer("dynamic_conv+vanilla" if case == "mixture"
+                   else "light_conv", 3)
     x, keys = _inputs()
-    attention = np.broadcast_to(keys[:, None, :], (B, T, T))
-    calls = [dict(return_attention_scores=True), dict(attention_mask=attention)]
-    for kwargs in calls if synthesizer == "light_conv" else [{}]:
-        with pytest.raises(AssertionError, match="T x S path"):
-            layer(x, x, **kwargs)
+    kwargs = {
+        "scores": dict(return_attention_scores=True),
+        "attention_mask": dict(attention_mask=np.broadcast_to(
+            keys[:, None, :], (B, T, T))),
+        "mixture": {},
+    }[case]
+    with pytest.raises(AssertionError, match="T x S path"):
+        layer(x, x, **kwargs)
 
 
 @pytest.mark.parametrize("variant", CONV_VARIANTS)

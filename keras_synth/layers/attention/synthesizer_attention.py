@@ -64,6 +64,8 @@ class SynthesizerAttention(CachedDecodingMixin, keras.layers.Layer):
     - `random`: `random/logits (H, ℓ, ℓ)`; `fixed_random`:
       `fixed_random/logits (H, ℓ, ℓ)`, not trainable.
     - `factorized_random`: `factorized_random/left (H, ℓ, r)` and `.../right`.
+    - `light_conv`: `light_conv/kernel (H, K)`; `dynamic_conv`:
+      `dynamic_conv/projection/kernel (d, H, K)`, `K` the `kernel_size`.
     - mixtures: `mixture_logits (H, N)`, one weight per head and component.
     Biases exist where `use_bias=True`. Logit-path weights are float32 under
     mixed precision, and logits and the softmax are computed in float32.
@@ -80,20 +82,25 @@ class SynthesizerAttention(CachedDecodingMixin, keras.layers.Layer):
             batch and sequence dims. Defaults to the query's last dimension.
         synthesizer: The variant: one of `"dense"`, `"random"`,
             `"fixed_random"`, `"factorized_dense"`, `"factorized_random"`,
-            `"vanilla"`, a variant registered with `register_synthesizer`,
+            `"vanilla"`, the convolutions `"light_conv"` and
+            `"dynamic_conv"` (a window of `kernel_size` keys per query),
+            a variant registered with `register_synthesizer`,
             or a mixture such as `"random+vanilla"` or
             `["dense", "vanilla"]`. Defaults to `"dense"`.
         max_length: The longest query and key length `ℓ`. Required by every
-            variant except pure `"vanilla"` (where it is an optional limit).
+            variant except `"vanilla"`, `"light_conv"` and `"dynamic_conv"`
+            and their mixtures (where it is an optional limit).
         synthesizer_options: Optional dict of the variants' options, each
             owned by its variant (docs/layer.md lists them): flat, going to
             every component that has the option, e.g. `{"rank": 4}`
             (`"factorized_random"`'s rank, default 8), `{"sizes": (4, 4)}`
             (`"factorized_dense"`'s `(a, b)`), `{"initializer": ...}` (the
-            random variants' initializer, default `RandomNormal(1.0)`); or
-            per variant, e.g. `{"factorized_random": {"rank": 4}}`. An
-            option no component has is an error. (Release 0.1's one
-            argument per option still works, deprecated.)
+            random variants' initializer, default `RandomNormal(1.0)`),
+            `{"kernel_size": 5, "padding": "causal"}` (the convolutions'
+            window, default 3 keys, `"centered"`); or per variant, e.g.
+            `{"factorized_random": {"rank": 4}}`. An option no component
+            has is an error. (Release 0.1's one argument per option still
+            works, deprecated.)
         kernel_initializer: Initializer for kernels.
         bias_initializer: Initializer for biases.
         kernel_regularizer, bias_regularizer, activity_regularizer,
