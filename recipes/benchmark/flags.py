@@ -183,7 +183,8 @@ def build_parser():
     add("--linformer_k", type=int, default=256,
         help="train: Linformer's projected length k (E, F: k x n).")
     add("--synthesizer_options", default=None, metavar="JSON",
-        help="the variants' options as a JSON object, as the recipes' flag,"
+        help="train: the variants' options as a JSON object, as the "
+        "recipes' flag,"
         " e.g. '{\"kernel_size\": 7}' (the convolutions' window, default 3;"
         " also the lightconv and dynamicconv references'), or per variant "
         "'{\"factorized_random\": {\"rank\": 4}}'.")
@@ -326,6 +327,10 @@ def check_references(args):
         raise SystemExit(
             f"--references times --mode train only, received --references="
             f"{','.join(args.references)} with --mode {args.mode}")
+    if args.synthesizer_options is not None and args.mode != "train":
+        raise SystemExit(
+            "--synthesizer_options reaches the rows of --mode train only, "
+            f"received it with --mode {args.mode}")
     if "linformer" in args.references and "causal" in args.masks:
         raise SystemExit(
             "--references linformer cannot run with --masks causal "

@@ -244,6 +244,9 @@ def test_a_bad_reference_is_rejected_with_the_choices(capsys):
     (["--references", "dynamicconv", "--synthesizer_options",
       '{"dynamic_conv": {"padding": "same"}}'],
      "received padding='same'"),
+    (["--mode", "step", "--synthesizer_options", '{"kernel_size": 7}'],
+     "--synthesizer_options reaches the rows of --mode train only, "
+     "received it with --mode step"),
     (["--synthesizer_options", "kernel_size=3"],
      "Argument `--synthesizer_options` must be a JSON object"),
 ])
