@@ -5,7 +5,9 @@ own (`runner`), one of four things (`--mode`, `flags`):
 
 - `train` (default, `training`, `training_backends`, `training_report`): a
   compiled training step and forward pass of one attention layer per row
-  against `keras.layers.MultiHeadAttention`, paired;
+  against `keras.layers.MultiHeadAttention`, paired; with `--references`
+  also reference layers written with `keras.ops` (`references`: Linformer,
+  LightConv, DynamicConv);
 - `generate` (`generation`, `report`): tokens/s of greedy cached
   generation against the same model with keras-hub's `TransformerDecoder`
   blocks, and cache bytes per token;
@@ -31,6 +33,8 @@ Examples (2 CPU cores):
     python -m recipes.benchmark --mode context --backends jax
     python -m recipes.benchmark --mode step --lengths 2048
     python -m recipes.benchmark --preset lra --backends jax
+    python -m recipes.benchmark --variants light_conv,dynamic_conv \
+        --references linformer,lightconv,dynamicconv
 """
 
 from recipes.benchmark.flags import build_parser

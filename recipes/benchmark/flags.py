@@ -21,11 +21,25 @@ VARIANTS = (
     "random+vanilla",
     "dense+vanilla",
     "vanilla",
+    "light_conv",
+    "dynamic_conv",
+    "dynamic_conv+vanilla",
 )
 # `vanilla` is dot-product attention inside SynthesizerAttention: timed on
-# request only, MultiHeadAttention is the baseline of every run.
-DEFAULT_VARIANTS = VARIANTS[:-1]
+# request only, MultiHeadAttention is the baseline of every run. The
+# convolutions (`light_conv`, `dynamic_conv`: keras-synth's convolution
+# synthesizers, Wu et al. 2019) too.
+DEFAULT_VARIANTS = VARIANTS[:VARIANTS.index("vanilla")]
 BASELINE = "mha"
+# --references (`--mode train`): reference layers written directly with
+# keras.ops (`references`), timed as rows next to MultiHeadAttention:
+# Linformer (Wang et al. 2020) and Wu et al.'s (2019) LightConv and
+# DynamicConv. None by default.
+REFERENCES = ("linformer", "lightconv", "dynamicconv")
+# The reference rows' names in tables and legends.
+REFERENCE_LABELS = {"linformer": "Linformer (reference)",
+                    "lightconv": "LightConv (reference)",
+                    "dynamicconv": "DynamicConv (reference)"}
 MASKS = ("none", "padding", "causal")
 # torch_compile: PyTorch with the training step and forward pass compiled by
 # torch.compile (--mode train only).
@@ -158,6 +172,22 @@ def build_parser():
         help="synthesizer variants (default: all but vanilla; the "
         "reference, MultiHeadAttention or keras-hub's TransformerDecoder, "
         "always runs).")
+    add("--references", type=choice_list(REFERENCES), default=[],
+        help="train: reference layers written with keras.ops (no "
+        "keras-synth code), timed as rows next to MultiHeadAttention: "
+        "linformer (Wang et al. 2020; --linformer_k), lightconv and "
+        "dynamicconv (Wu et al. 2019, depthwise convolutions with zero "
+        "padding; kernel_size and padding from --synthesizer_options). "
+        "Default: none. keras-synth's light_conv and dynamic_conv "
+        "synthesizers are --variants.")
+    add("--linformer_k", type=int, default=256,
+        help="train: Linformer's projected length k (E, F: k x n).")
+    add("--synthesizer_options", default=None, metavar="JSON",
+        help="train: the variants' options as a JSON object, as the "
+        "recipes' flag,"
+        " e.g. '{\"kernel_size\": 7}' (the convolutions' window, default 3;"
+        " also the lightconv and dynamicconv references'), or per variant "
+        "'{\"factorized_random\": {\"rank\": 4}}'.")
     add("--lengths", type=int_list, default=None,
         help="train: sequence lengths T = S (default 512); generate: total "
         "lengths, prompt included (default 256,512,1024,2048); context: "
@@ -259,6 +289,7 @@ def check_args(args):
         raise SystemExit("--backends torch_compile times --mode train only")
     if args.lengths is None:
         args.lengths = list(DEFAULT_LENGTHS[args.mode])
+    check_references(args)
     if args.mode == "generate":
         short = [n for n in args.lengths if n <= args.prompt_length]
         if short:
@@ -281,6 +312,68 @@ def check_args(args):
         if args.num_layers is None:
             args.num_layers = 1 if args.mode == "context" else 4
     return args
+
+
+def check_references(args):
+    """Raises `SystemExit` naming the flag for `--references`,
+    `--linformer_k` and `--synthesizer_options` values the run cannot
+    use; parses `--synthesizer_options` (JSON; its option values are
+    checked by the variants in the worker)."""
+    if args.linformer_k < 1:
+        raise SystemExit(
+            f"--linformer_k must be a positive integer (Linformer's "
+            f"projected length k), received {args.linformer_k}")
+    if args.references and args.mode != "train":
+        raise SystemExit(
+            f"--references times --mode train only, received --references="
+            f"{','.join(args.references)} with --mode {args.mode}")
+    if args.synthesizer_options is not None and args.mode != "train":
+        raise SystemExit(
+            "--synthesizer_options reaches the rows of --mode train only, "
+            f"received it with --mode {args.mode}")
+    if "linformer" in args.references and "causal" in args.masks:
+        raise SystemExit(
+            "--references linformer cannot run with --masks causal "
+            "(Linformer has no causal form: each projected key mixes all "
+            f"positions), received --masks={','.join(args.masks)}")
+    from recipes.core import model_flags
+
+    options = argparse.Namespace(
+        synthesizer="+".join(dict.fromkeys(
+            name for spec in args.variants for name in spec.split("+"))),
+        synthesizer_options=args.synthesizer_options)
+    try:
+        args.synthesizer_options = model_flags.synthesizer_options(
+            options, check_values=False)
+    except ValueError as error:
+        raise SystemExit(str(error)) from None
+    for name, variant in (("lightconv", "light_conv"),
+                          ("dynamicconv", "dynamic_conv")):
+        if name not in args.references:
+            continue
+        kernel_size, padding = conv_options(args, variant)
+        if (isinstance(kernel_size, bool) or not isinstance(kernel_size, int)
+                or kernel_size < 1):
+            raise SystemExit(
+                f"--synthesizer_options: the {name} reference's kernel_size "
+                "must be a positive integer, received "
+                f"kernel_size={kernel_size!r}")
+        if padding not in ("centered", "causal"):
+            raise SystemExit(
+                f"--synthesizer_options: the {name} reference's padding must"
+                " be one of 'centered', 'causal', received "
+                f"padding={padding!r}")
+
+
+def conv_options(args, variant):
+    """`(kernel_size, padding)` of a convolution reference: the options of
+    `--synthesizer_options` that keras-synth's `variant` (light_conv or
+    dynamic_conv) would take (flat, then its own), else 3 and
+    "centered"."""
+    options = args.synthesizer_options or {}
+    own = options.get(variant) or {}
+    return (own.get("kernel_size", options.get("kernel_size", 3)),
+            own.get("padding", options.get("padding", "centered")))
 
 
 def parse_with_preset(parser, argv=None):

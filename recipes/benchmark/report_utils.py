@@ -5,6 +5,7 @@ import json
 import os
 
 from recipes.benchmark.flags import BASELINE
+from recipes.benchmark.flags import REFERENCE_LABELS
 
 LABELS = {"tensorflow": "TensorFlow (XLA)", "jax": "JAX (jit)",
           "torch": "PyTorch (eager)",
@@ -17,8 +18,10 @@ def backend_label(name):
 
 def row_label(row, names=None):
     """A row's name in tables and legends: `names`, else MultiHeadAttention
-    for the baseline, else the variant."""
-    names = {BASELINE: "MultiHeadAttention", **(names or {})}
+    for the baseline, a reference layer's label (`--references`), else the
+    variant."""
+    names = {BASELINE: "MultiHeadAttention", **REFERENCE_LABELS,
+             **(names or {})}
     return names.get(row, row)
 
 

@@ -16,8 +16,10 @@ available the size of the largest intermediate tensor.
 import statistics
 import time
 
+from recipes.benchmark import flags
 from recipes.benchmark import stats
 from recipes.benchmark.flags import BASELINE
+from recipes.benchmark.flags import REFERENCES
 from recipes.benchmark.training_backends import Backend
 from recipes.benchmark.training_backends import Row
 from recipes.benchmark.training_backends import make_layer
@@ -35,27 +37,61 @@ def cells(args):
     return out
 
 
-def forward_flops(row, batch, length, width, heads, max_length=None):
+def forward_flops(row, batch, length, width, heads, max_length=None,
+                  args=None):
     """Analytic FLOPs (2 per multiply-add) of one forward pass of a row.
 
     Matmuls only (projections, logits, the weighted sum of values); the
-    softmax and elementwise work are not counted, as usual.
+    softmax and elementwise work are not counted, as usual. A convolution
+    synthesizer alone runs the layer's windowed path: `K` taps per query
+    instead of `S` keys. Reference rows: `references.forward_flops`.
+    `args` (the parsed flags): `--synthesizer_options`, `--linformer_k`.
     """
     # Imported here: this module is imported before a backend is chosen.
     from keras_synth.layers import SynthesizerAttention
+    from keras_synth.layers.synthesizers import select_options
+    from keras_synth.layers.synthesizers import variants_of
+    from keras_synth.layers.synthesizers.convolution import (
+        ConvolutionSynthesizer,
+    )
 
     b, t, s, d, h = batch, length, length, width, heads
     k = d // h
-    common = 2 * b * s * d * h * k + 2 * b * t * h * k * d  # value, output
-    common += 2 * b * h * t * s * k  # probabilities x values
+    if row in REFERENCES:
+        from recipes.benchmark import references
+
+        variant = {"lightconv": "light_conv",
+                   "dynamicconv": "dynamic_conv"}.get(row)
+        kernel_size = (flags.conv_options(args, variant)[0]
+                       if args is not None and variant else 3)
+        return references.forward_flops(
+            row, b, t, d, h, kernel_size=kernel_size,
+            projected_length=getattr(args, "linformer_k", 256))
     variant = "vanilla" if row == BASELINE else row
     layer = SynthesizerAttention(
         num_heads=h, key_dim=k, synthesizer=variant,
-        max_length=max_length or length)
+        max_length=max_length or length,
+        synthesizer_options=select_options(
+            variants_of([variant]),
+            getattr(args, "synthesizer_options", None)))
+    synthesizers = layer.synthesizers
+    if (len(synthesizers) == 1
+            and isinstance(synthesizers[0], ConvolutionSynthesizer)):
+        # The windowed path: K gathered values per query; dynamic_conv's
+        # projection to the taps, not their placement in a T x S matrix.
+        synthesizer = synthesizers[0]
+        size = synthesizer.kernel_size
+        total = 2 * b * s * d * h * k + 2 * b * t * h * k * d
+        total += 2 * b * h * t * size * k
+        if synthesizer.batch_dependent:
+            total += 2 * b * t * d * h * size
+        return total
+    common = 2 * b * s * d * h * k + 2 * b * t * h * k * d  # value, output
+    common += 2 * b * h * t * s * k  # probabilities x values
     total = common + sum(
-        synthesizer.flops(b, t, s, d) for synthesizer in layer.synthesizers)
-    if len(layer.synthesizers) > 1:
-        total += 2 * b * h * t * s * len(layer.synthesizers)
+        synthesizer.flops(b, t, s, d) for synthesizer in synthesizers)
+    if len(synthesizers) > 1:
+        total += 2 * b * h * t * s * len(synthesizers)
     return total
 
 
@@ -63,12 +99,13 @@ def run_cell(backend, args, length, batch, mask, memory_only=False):
     """Times every row of one (length, batch, mask) cell; returns row dicts."""
     import keras
 
-    names = [BASELINE] + list(args.variants)
+    names = [BASELINE] + list(args.variants) + list(args.references)
     forward = not args.no_forward and not memory_only
     rows = []
     for i, name in enumerate(names):
         keras.utils.set_random_seed(args.seed)
-        layer = make_layer(name, args.num_heads, args.hidden_dim, length, args.dtype)
+        layer = make_layer(name, args.num_heads, args.hidden_dim, length,
+                           args.dtype, args)
         row = Row(name, layer, batch, length, args.hidden_dim, mask,
                    args.seed + 1)
         start = time.perf_counter()
@@ -97,7 +134,8 @@ def run_cell(backend, args, length, batch, mask, memory_only=False):
                     row.times[kind].append(backend.run(row, kind))
     results = []
     for row in rows:
-        flops = forward_flops(row.name, batch, length, args.hidden_dim, args.num_heads)
+        flops = forward_flops(row.name, batch, length, args.hidden_dim,
+                              args.num_heads, args=args)
         entry = {
             "backend": backend.name,
             "row": row.name,
@@ -131,12 +169,37 @@ def run_cell(backend, args, length, batch, mask, memory_only=False):
     return results
 
 
+def check_options(args):
+    """`--synthesizer_options` checked by the variants of the run (an
+    option none of them has, a bad value): `SystemExit` naming the flag."""
+    import argparse
+
+    from recipes.core import model_flags
+
+    # The convolution references take light_conv's and dynamic_conv's
+    # options (kernel_size, padding).
+    specs = list(args.variants) + [
+        variant for reference, variant in (("lightconv", "light_conv"),
+                                           ("dynamicconv", "dynamic_conv"))
+        if reference in args.references] or ["vanilla"]
+    names = [f"variant{i}" for i in range(len(specs))]
+    namespace = argparse.Namespace(
+        synthesizer_options=args.synthesizer_options,
+        **dict(zip(names, specs)))
+    try:
+        model_flags.synthesizer_options(namespace, flags=tuple(names),
+                                        max_length=max(args.lengths))
+    except ValueError as error:
+        raise SystemExit(str(error)) from None
+
+
 def run_worker(args):
     """Runs the whole benchmark on the backend of this process."""
     import keras
 
     backend = Backend(args.worker)
     keras.config.set_floatx("float32")
+    check_options(args)
     stats.log(f"{backend.name}: plain matmul reference")
     matmul = backend.matmul_gflops()
     stats.log(f"{backend.name}: matmul 1024^3 at {matmul:.1f} GFLOP/s")

@@ -12,8 +12,10 @@ import math
 import statistics
 import time
 
+from recipes.benchmark import flags
 from recipes.benchmark import stats
 from recipes.benchmark.flags import BASELINE
+from recipes.benchmark.flags import REFERENCES
 
 
 class Row:
@@ -49,18 +51,39 @@ class Row:
         return self.layer(x, x, training=training, **kwargs)
 
 
-def make_layer(name, heads, width, length, dtype):
+def make_layer(name, heads, width, length, dtype, args=None):
+    """The layer of row `name`: MultiHeadAttention (`BASELINE`), a
+    reference layer (`flags.REFERENCES`, `references`), else a
+    SynthesizerAttention of that variant. `args` (the parsed flags) gives
+    `--synthesizer_options` (the row's share of them) and the references'
+    `--linformer_k`."""
     import keras
 
     from keras_synth.layers import SynthesizerAttention
+    from keras_synth.layers.synthesizers import select_options
+    from keras_synth.layers.synthesizers import variants_of
 
     key_dim = width // heads
     if name == BASELINE:
         return keras.layers.MultiHeadAttention(
             num_heads=heads, key_dim=key_dim, dtype=dtype, name="mha"
         )
+    if name in REFERENCES:
+        from recipes.benchmark import references
+
+        variant = {"lightconv": "light_conv",
+                   "dynamicconv": "dynamic_conv"}.get(name)
+        kernel_size, padding = (flags.conv_options(args, variant)
+                                if args is not None and variant
+                                else (3, "centered"))
+        return references.make_reference(
+            name, heads, key_dim, length, kernel_size=kernel_size,
+            padding=padding,
+            projected_length=getattr(args, "linformer_k", 256), dtype=dtype)
+    options = getattr(args, "synthesizer_options", None)
     return SynthesizerAttention(
         num_heads=heads, key_dim=key_dim, synthesizer=name, max_length=length,
+        synthesizer_options=select_options(variants_of([name]), options),
         dtype=dtype, name=name.replace("+", "_"),
     )
 

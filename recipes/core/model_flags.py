@@ -14,10 +14,15 @@ from recipes.core import flags
 
 
 def builtin_variants():
-    """keras-synth's built-in variants, `keras_synth.layers.VARIANTS`, read
-    from the package's source without importing it: importing keras_synth
-    imports Keras (which fixes the backend and takes seconds), and the
-    flags are checked before that. The package holds the one list.
+    """keras-synth's built-in variants, read from the package's source
+    without importing it: importing keras_synth imports Keras (which fixes
+    the backend and takes seconds), and the flags are checked before that.
+    The package holds the one list: `VARIANTS` (the paper's, in its order)
+    first, then every other name that a module of
+    `keras_synth/layers/synthesizers/` registers with
+    `@register_synthesizer("name")` (the convolutions, `CONV_VARIANTS`),
+    in the order `__init__.py` imports those modules: the built-in entries
+    of the registry.
 
     Raises:
         RuntimeError: the package's source has no `VARIANTS` tuple.
@@ -26,13 +31,51 @@ def builtin_variants():
     import importlib.util
     import pathlib
 
-    source = pathlib.Path(importlib.util.find_spec("keras_synth").origin)
-    source = source.parent / "layers" / "synthesizers" / "__init__.py"
-    for node in ast.parse(source.read_text(encoding="utf-8")).body:
+    package = pathlib.Path(importlib.util.find_spec("keras_synth").origin)
+    package = package.parent / "layers" / "synthesizers"
+    source = package / "__init__.py"
+    tree = ast.parse(source.read_text(encoding="utf-8"))
+    variants = None
+    modules = []
+    prefix = "keras_synth.layers.synthesizers."
+    for node in tree.body:
         if isinstance(node, ast.Assign) and any(
                 getattr(t, "id", None) == "VARIANTS" for t in node.targets):
-            return tuple(ast.literal_eval(node.value))
-    raise RuntimeError(f"{source} defines no VARIANTS tuple.")
+            variants = tuple(ast.literal_eval(node.value))
+        elif (isinstance(node, ast.ImportFrom) and node.module
+              and node.module.startswith(prefix)
+              and node.module[len(prefix):] not in modules):
+            modules.append(node.module[len(prefix):])
+    if variants is None:
+        raise RuntimeError(f"{source} defines no VARIANTS tuple.")
+    registered = []
+    for module in modules:
+        path = package / f"{module}.py"
+        if path.exists():
+            registered += _registered_names(
+                ast.parse(path.read_text(encoding="utf-8")))
+    return variants + tuple(
+        name for name in dict.fromkeys(registered) if name not in variants)
+
+
+def _registered_names(tree):
+    """The names of the `@register_synthesizer("name")` decorators of a
+    module's classes, in source order."""
+    import ast
+
+    names = []
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for decorator in node.decorator_list:
+            if (isinstance(decorator, ast.Call)
+                    and getattr(decorator.func, "id", None)
+                    == "register_synthesizer"
+                    and decorator.args
+                    and isinstance(decorator.args[0], ast.Constant)
+                    and isinstance(decorator.args[0].value, str)):
+                names.append(decorator.args[0].value)
+    return names
 
 
 # The variants a recipe's `--synthesizer` takes: the package's built-in ones.
@@ -74,7 +117,9 @@ def add_model_flags(group, num_layers, hidden_dim, layers_help,
                        "'{\"rank\": 4}' (factorized_random's rank r, "
                        "default 8), '{\"sizes\": [4, 8]}' "
                        "(factorized_dense's a x b), '{\"initializer\": "
-                       "\"zeros\"}' (the random variants'), or per variant "
+                       "\"zeros\"}' (the random variants'), "
+                       "'{\"kernel_size\": 7, \"padding\": \"causal\"}' "
+                       "(light_conv's and dynamic_conv's), or per variant "
                        "'{\"factorized_random\": {\"rank\": 4}}'.")
     # Release 0.1's flag, kept working (deprecated): see
     # `synthesizer_options`.

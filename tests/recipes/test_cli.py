@@ -169,7 +169,8 @@ FLAG_ERRORS = [
     ("glue", ["--task=builtin", "--synthesizer=randon"],
      "Argument `--synthesizer`: Unknown variant 'randon'. Expected one of "
      "dense, random, fixed_random, factorized_dense, factorized_random, "
-     "vanilla or a mixture of them joined with '+'. Received: "
+     "vanilla, light_conv, dynamic_conv or a mixture of them joined with "
+     "'+'. Received: "
      "--synthesizer=randon. Did you mean 'random'?"),
     ("glue", ["--task=builtin", "--synthesizer=random+random"],
      "Argument `--synthesizer` names random more than once"),
@@ -255,14 +256,102 @@ def test_flag_error_table_is_in_the_docs():
 
 
 def test_recipe_variants_are_the_layers_variants():
-    from keras_synth.layers import VARIANTS
+    from keras_synth.layers.synthesizers import CONV_VARIANTS
+    from keras_synth.layers.synthesizers import VARIANTS
 
     from recipes.core import model_flags
 
-    # Read from the package's source, not a copy: the same tuple.
-    assert model_flags.SYNTHESIZERS == VARIANTS
+    # Read from the package's source, not a copy: the paper's variants in
+    # its order, then the convolutions.
+    assert model_flags.SYNTHESIZERS == VARIANTS + CONV_VARIANTS
     assert model_flags.canonical_synthesizer("s", " random + vanilla") == (
         "random+vanilla")
+    for spec in ("light_conv", "dynamic_conv", "dynamic_conv+vanilla",
+                 "light_conv+random"):
+        assert model_flags.canonical_synthesizer("synthesizer", spec) == spec
+
+
+def test_every_registered_builtin_variant_is_a_flag_choice():
+    # The registry after importing the package: every variant that
+    # keras-synth itself registers (user-registered ones, e.g. from
+    # doctests, live in other modules) is a choice of `--synthesizer`.
+    from keras_synth.layers.synthesizers import get_synthesizer
+    from keras_synth.layers.synthesizers import registered_synthesizers
+
+    from recipes.core import model_flags
+
+    builtin = [name for name in registered_synthesizers()
+               if get_synthesizer(name).__module__.startswith(
+                   "keras_synth.layers.synthesizers.")]
+    assert "light_conv" in builtin and "dynamic_conv" in builtin
+    assert sorted(builtin) == sorted(model_flags.SYNTHESIZERS)
+    assert sorted(model_flags.builtin_variants()) == sorted(builtin)
+
+
+def test_builtin_variants_follow_the_package_source(tmp_path, monkeypatch):
+    # A variant registered by a new module of the package (not listed in
+    # any tuple) becomes a choice; a package without VARIANTS is an error.
+    import importlib.util
+    import shutil
+    import types
+
+    from recipes.core import model_flags
+
+    real = importlib.util.find_spec("keras_synth").origin
+    package = tmp_path / "keras_synth"
+    synthesizers = package / "layers" / "synthesizers"
+    shutil.copytree(os.path.dirname(os.path.dirname(real)) + "/keras_synth"
+                    "/layers/synthesizers", synthesizers,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (package / "__init__.py").write_text("")
+    (synthesizers / "banded.py").write_text(
+        "from keras_synth.layers.synthesizers.base import Synthesizer\n"
+        "from keras_synth.layers.synthesizers.registry import "
+        "register_synthesizer\n\n\n"
+        "@register_synthesizer(\"banded\")\n"
+        "class Banded(Synthesizer):\n    pass\n")
+    init = synthesizers / "__init__.py"
+    text = init.read_text()
+    init.write_text(text.replace(
+        "from keras_synth.layers.synthesizers.registry import "
+        "deserialize_options",
+        "from keras_synth.layers.synthesizers.banded import Banded\n"
+        "from keras_synth.layers.synthesizers.registry import "
+        "deserialize_options", 1))
+    spec = types.SimpleNamespace(origin=str(package / "__init__.py"))
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: spec)
+    assert model_flags.builtin_variants() == (
+        model_flags.SYNTHESIZERS + ("banded",))
+    init.write_text(text.replace("VARIANTS = (", "OTHER = ("))
+    with pytest.raises(RuntimeError, match="defines no VARIANTS tuple"):
+        model_flags.builtin_variants()
+
+
+@pytest.mark.parametrize("options, error", [
+    ('{"kernel_size": 7}', None),
+    ('{"kernel_size": 7, "padding": "causal"}', None),
+    ('{"dynamic_conv": {"kernel_size": 5}}', None),
+    ('{"kernel_size": 0}', "kernel_size=0"),
+    ('{"padding": "same"}', "padding='same'"),
+    ('{"kernel_sise": 7}', "Did you mean 'kernel_size'?"),
+])
+def test_convolution_options_through_a_recipe_parser(options, error):
+    # The lm recipe's parser: --synthesizer=dynamic_conv+vanilla with the
+    # convolutions' options in --synthesizer_options.
+    from recipes.lm import train
+
+    args = train.build_parser().parse_args(
+        ["--synthesizer=dynamic_conv+vanilla",
+         f"--synthesizer_options={options}"])
+    if error is None:
+        train.validate_args(args)
+        assert args.synthesizer == "dynamic_conv+vanilla"
+        assert args.synthesizer_options == json.loads(options)
+    else:
+        with pytest.raises(ValueError, match="Argument `--synthesizer_"
+                           "options`") as info:
+            train.validate_args(args)
+        assert error in str(info.value)
 
 
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow",
