@@ -79,12 +79,35 @@ def windowed_attention(synthesizer, query, values, query_start=0, rows=None,
     probs = softmax_over_keys(
         ops.where(mask, logits, lowest_value(logits.dtype)))
     probs = probs * ops.cast(mask, probs.dtype)  # no key left: zeros
-    # (einsum broadcasts no axis of size 1 on TensorFlow)
-    probs = ops.broadcast_to(probs, (ops.shape(values)[0], query_length,
-                                     synthesizer.num_heads, size))
-    gathered = ops.take(values, sources, axis=1)  # (B, T, K, H, value_dim)
-    output = ops.einsum("btnk,btknh->btnh",
-                        ops.cast(probs, values.dtype), gathered)
+    probs = ops.cast(probs, values.dtype)
+    output = None
+    window = _window_rows(values, query_start, query_length, key_length,
+                          before, size)  # (B, T + K - 1, H, value_dim)
+    for tap in range(size):  # K shifted slices, never K copies at once
+        term = probs[..., tap, None] * window[:, tap:tap + query_length]
+        output = term if output is None else output + term
     if rows is not None:
         output = zero_rows(output, rows)
     return output
+
+
+def _window_rows(values, query_start, query_length, key_length, before,
+                 size):
+    """`(B, T + K - 1, H, value_dim)`: the value rows of positions
+    `query_start - before ... query_start + T - 1 + after`, row `i + j` the
+    source of query `i`'s tap `j`; rows outside `0 ... S - 1` are zeros
+    (padding) or a clipped copy (the gather), both under a zero
+    probability."""
+    if (isinstance(query_start, int) and query_start == 0
+            and isinstance(query_length, int)
+            and isinstance(key_length, int) and query_length <= key_length):
+        # Training and uncached calls: pad once, `before` zeros in front.
+        rows = query_length + size - 1
+        behind = max(0, rows - before - key_length)
+        window = ops.pad(values, ((0, 0), (before, behind), (0, 0), (0, 0)))
+        return window[:, :rows]
+    # Cached decoding (a traced `query_start`, `T` other than `S`): the
+    # `T + K - 1` rows around the queries, however long the keys.
+    sources = (ops.arange(query_length + size - 1, dtype="int32")
+               + ops.cast(query_start, "int32") - before)
+    return ops.take(values, ops.clip(sources, 0, key_length - 1), axis=1)
