@@ -8,11 +8,17 @@ sliding window, attention is
 
     y_h[t] = sum_j softmax_j(l_h[t]) v_h[t + j - before],
 
-the softmax over the taps whose keys exist and are allowed: `K` gathered
-copies of the values, `B x T x H x K` probabilities, linear in the length;
-the `T x S` logits, masks and probabilities of the other paths are never
-built. It equals the general path (which `fast_paths=False`, returned
-scores, active dropout, a mixture or any other `attention_mask` take).
+the softmax over the taps whose keys exist and are allowed, `B x T x H x K`
+probabilities. The sum runs by blocks of `C = K` queries: each block's
+`(C, K)` probabilities, skewed into a `(C, C + K - 1)` band, times the
+block's `C + K - 1` value rows (the values padded once along the length, or
+the rows around the queries when decoding), one matmul per block. Memory is
+linear in the length, `B x T x H x (2K - 1 + 2 value_dim)`; neither the
+`K` copies of the values (`B x T x K x H x value_dim`, 248 MB at 4,096
+tokens with `K = 31`, the gather this path used to take) nor the `T x S`
+logits, masks and probabilities of the other paths are built. It equals
+the general path (which `fast_paths=False`, returned scores, active
+dropout, a mixture or any other `attention_mask` take).
 """
 
 from keras import ops
