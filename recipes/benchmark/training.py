@@ -77,7 +77,7 @@ def forward_flops(row, batch, length, width, heads, max_length=None,
     synthesizers = layer.synthesizers
     if (len(synthesizers) == 1
             and isinstance(synthesizers[0], ConvolutionSynthesizer)):
-        # The windowed path: K gathered values per query; dynamic_conv's
+        # The windowed path: K weighted values per query; dynamic_conv's
         # projection to the taps, not their placement in a T x S matrix.
         synthesizer = synthesizers[0]
         size = synthesizer.kernel_size
