@@ -154,34 +154,28 @@ def test_matches_numpy_reference(variant, padding, kernel_size, masks):
     assert ((probs > 0).sum(-1) <= kernel_size).all()
 
 
-@pytest.mark.parametrize("padding", ["centered", "causal"])
-@pytest.mark.parametrize("kernel_size", [1, 3, 4])
-@pytest.mark.parametrize("masks", MASKS)
-def test_light_conv_is_a_direct_convolution(padding, kernel_size, masks):
-    layer = _layer("light_conv", kernel_size, padding)
-    x, keys = _inputs()
-    kernel = _np(layer.synthesizers[0].kernel)  # (H, K)
-    kernels = np.broadcast_to(kernel, (B, T) + kernel.shape)
-    args = _masks(masks, keys)
-    expected = _direct_convolution(layer, x, kernels, args["value_mask"],
-                                   args["use_causal_mask"])
-    np.testing.assert_allclose(_np(layer(x, x, **args)), expected, **TOL)
-    out, _ = layer(x, x, return_attention_scores=True, **args)
-    np.testing.assert_allclose(_np(out), expected, **TOL)
-
-
-@pytest.mark.parametrize("padding", ["centered", "causal"])
-@pytest.mark.parametrize("kernel_size", [1, 3, 4])
-@pytest.mark.parametrize("masks", MASKS)
-def test_dynamic_conv_is_a_direct_convolution(padding, kernel_size, masks):
-    layer = _layer("dynamic_conv", kernel_size, padding)
-    x, keys = _inputs()
-    projection = layer.synthesizers[0].projection
-    kernels = np.einsum("btd,dnk->btnk", x, _np(projection.kernel)) + _np(
+def _kernels(layer, x):
+    """`(B, T, H, K)`: each query's kernel logits, read from the weights:
+    light_conv's one kernel per head, dynamic_conv's projection of x."""
+    synthesizer = layer.synthesizers[0]
+    if synthesizer.variant == "light_conv":
+        kernel = _np(synthesizer.kernel)  # (H, K)
+        return np.broadcast_to(kernel, (B, T) + kernel.shape)
+    projection = synthesizer.projection
+    return np.einsum("btd,dnk->btnk", x, _np(projection.kernel)) + _np(
         projection.bias)
+
+
+@pytest.mark.parametrize("variant", ["light_conv", "dynamic_conv"])
+@pytest.mark.parametrize("padding", ["centered", "causal"])
+@pytest.mark.parametrize("kernel_size", [1, 3, 4])
+@pytest.mark.parametrize("masks", MASKS)
+def test_is_a_direct_convolution(variant, padding, kernel_size, masks):
+    layer = _layer(variant, kernel_size, padding)
+    x, keys = _inputs()
     args = _masks(masks, keys)
-    expected = _direct_convolution(layer, x, kernels, args["value_mask"],
-                                   args["use_causal_mask"])
+    expected = _direct_convolution(layer, x, _kernels(layer, x),
+                                   args["value_mask"], args["use_causal_mask"])
     np.testing.assert_allclose(_np(layer(x, x, **args)), expected, **TOL)
     out, _ = layer(x, x, return_attention_scores=True, **args)
     np.testing.assert_allclose(_np(out), expected, **TOL)
