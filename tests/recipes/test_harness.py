@@ -7,11 +7,16 @@ subprocesses:
 
 (a) two epochs uninterrupted;
 (b) the same command in a new folder, SIGKILLed in the middle of epoch 2
-    (`tests/recipes/progress_run.py`), run alongside (a);
-(c) (b) resumed: its per-epoch losses (`results.json` `history`) equal
-    (a)'s (to `LOSS_RTOL`), and `results.json` names the exports the
-    registry declares (the SavedModel on TensorFlow; elsewhere `export_skipped`, one line,
-    and the `.keras` model).
+    (`tests/recipes/progress_run.py`), run alongside (a): it trained all
+    of epoch 1 and part of epoch 2, and its folder holds epoch 1's backup
+    (`backup/LATEST` names `epoch-1`) and no `results.json`;
+(c) (b) resumed: it trains epoch 2 only, whole; its per-epoch history
+    (`results.json` `history`: the losses, metrics and validation
+    metrics) and `history.csv` equal (a)'s (to `LOSS_RTOL`), as do its
+    optimizer steps; one backup is left, the last, and nothing temporary;
+    `results.json` names the exports the registry declares (the SavedModel
+    on TensorFlow; elsewhere `export_skipped`, one line, and the `.keras`
+    model).
 """
 
 import json
@@ -62,6 +67,19 @@ def _results(run_dir):
         return json.load(f)
 
 
+def _batches(lines):
+    """The `(epoch, batch)` of every `batch-end` line."""
+    return [tuple(int(field.split("=")[1]) for field in line.split()[1:])
+            for line in lines if line.startswith("batch-end")]
+
+
+def _comparable(history):
+    """History rows without the epoch number and the timings."""
+    return [{k: v for k, v in row.items()
+             if k != "epoch" and not k.endswith("per_second")}
+            for row in history]
+
+
 def _check_exports(recipe, run_dir, results):
     for key in recipe.exports:
         assert results.get(key) and os.path.exists(results[key]), (key,
@@ -93,13 +111,26 @@ def test_recipe_trains_resumes_after_a_kill_and_exports(key, recipe, argv,
     straight = _start(recipe.module,
                       straight_dir, argv)
     try:
-        kill_at(_start(recipe.module, killed_dir, argv), epoch=2, batch=2,
-                timeout=TIMEOUT)
+        seen = _batches(kill_at(_start(recipe.module, killed_dir, argv),
+                                epoch=2, batch=2, timeout=TIMEOUT))
     finally:
         straight_out = _finish(straight)
+    # Killed in epoch 2 after all of epoch 1 (a batch or two more may run
+    # while the signal is on its way, not the whole epoch), after epoch 1's
+    # backup and before results.json.
+    steps = sum(epoch == 1 for epoch, _ in seen)
+    assert seen == [(1, b) for b in range(1, steps + 1)] + [
+        (2, b) for b in range(1, len(seen) - steps + 1)], seen
+    assert 2 <= len(seen) - steps < steps, seen
+    backup = os.path.join(killed_dir, "backup")
+    with open(os.path.join(backup, "LATEST"), encoding="utf-8") as f:
+        assert f.read() == "epoch-1\n"
+    assert sorted(os.listdir(backup)) == ["LATEST", "epoch-1"]
     assert not os.path.exists(os.path.join(killed_dir, "results.json"))
     resumed_out = _finish(_start(recipe.module, killed_dir, argv))
     assert "Resuming after epoch 1 from" in resumed_out, resumed_out[-3000:]
+    assert _batches(resumed_out.splitlines()) == [
+        (2, b) for b in range(1, steps + 1)], resumed_out[-3000:]
 
     uninterrupted, resumed = _results(straight_dir), _results(killed_dir)
     assert resumed["resumed_from_epoch"] == 1
@@ -108,6 +139,17 @@ def test_recipe_trains_resumes_after_a_kill_and_exports(key, recipe, argv,
         assert results["environment"]["keras"] == keras.__version__
     assert "resumed_from_epoch" not in uninterrupted or (
         uninterrupted["resumed_from_epoch"] in (None, 0)), uninterrupted
+    assert resumed.get("optimizer_steps") == uninterrupted.get(
+        "optimizer_steps")
+    # One backup, the last; nothing temporary anywhere in the run folder;
+    # history.csv as Keras' CSVLogger writes it (epochs from 0).
+    assert sorted(os.listdir(backup)) == ["LATEST", "epoch-2"]
+    for root, dirs, files in os.walk(killed_dir):
+        assert not [n for n in dirs + files if "tmp" in n.lower()], root
+    with open(os.path.join(killed_dir, "history.csv"),
+              encoding="utf-8") as f:
+        assert [line.split(",")[0] for line in f.read().splitlines()] == [
+            "epoch", "0", "1"]
     _check_exports(recipe, straight_dir, uninterrupted)
     _check_exports(recipe, killed_dir, resumed)
     # Dropout (the recipe's default) included: the backup holds the seed
@@ -125,3 +167,8 @@ def test_recipe_trains_resumes_after_a_kill_and_exports(key, recipe, argv,
         if resumed.get(k))))
     assert got == pytest.approx(want, rel=LOSS_RTOL), (
         got, want, straight_out[-500:])
+    # Every other number of the history too (metrics, validation).
+    a, b = (_comparable(r["history"]) for r in (resumed, uninterrupted))
+    assert [sorted(row) for row in a] == [sorted(row) for row in b]
+    for got_row, want_row in zip(a, b):
+        assert got_row == pytest.approx(want_row, rel=LOSS_RTOL, abs=1e-6)
