@@ -11,25 +11,20 @@ import importlib.util
 
 from recipes import cli
 from recipes.core import flags as core_flags
+from recipes.core import model_flags
 
-VARIANTS = (
-    "random",
-    "fixed_random",
-    "factorized_random",
-    "dense",
-    "factorized_dense",
-    "random+vanilla",
-    "dense+vanilla",
-    "vanilla",
-    "light_conv",
-    "dynamic_conv",
-    "dynamic_conv+vanilla",
-)
+# `--variants`: the package's built-in variants (its registry, read as the
+# recipes' `--synthesizer` reads it: `model_flags.builtin_variants`) and
+# these mixtures with dot-product attention.
+MIXTURES = ("random+vanilla", "dense+vanilla", "dynamic_conv+vanilla")
+VARIANTS = model_flags.SYNTHESIZERS + MIXTURES
+# Timed without --variants: the paper's synthesizers and two mixtures.
 # `vanilla` is dot-product attention inside SynthesizerAttention: timed on
 # request only, MultiHeadAttention is the baseline of every run. The
 # convolutions (`light_conv`, `dynamic_conv`: keras-synth's convolution
 # synthesizers, Wu et al. 2019) too.
-DEFAULT_VARIANTS = VARIANTS[:VARIANTS.index("vanilla")]
+DEFAULT_VARIANTS = ("random", "fixed_random", "factorized_random", "dense",
+                    "factorized_dense", "random+vanilla", "dense+vanilla")
 BASELINE = "mha"
 # --references (`--mode train`): reference layers written directly with
 # keras.ops (`references`), timed as rows next to MultiHeadAttention:
@@ -169,7 +164,8 @@ def build_parser():
         "installed is skipped with one line.")
     add("--variants", type=choice_list(VARIANTS),
         default=list(DEFAULT_VARIANTS),
-        help="synthesizer variants (default: all but vanilla; the "
+        help="synthesizer variants: the package's built-in ones and "
+        f"{', '.join(MIXTURES)} (default: {','.join(DEFAULT_VARIANTS)}; the "
         "reference, MultiHeadAttention or keras-hub's TransformerDecoder, "
         "always runs).")
     add("--references", type=choice_list(REFERENCES), default=[],
@@ -336,8 +332,6 @@ def check_references(args):
             "--references linformer cannot run with --masks causal "
             "(Linformer has no causal form: each projected key mixes all "
             f"positions), received --masks={','.join(args.masks)}")
-    from recipes.core import model_flags
-
     options = argparse.Namespace(
         synthesizer="+".join(dict.fromkeys(
             name for spec in args.variants for name in spec.split("+"))),

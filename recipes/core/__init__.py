@@ -3,23 +3,22 @@
 - `flags`: the shared command-line flags and their validators.
 - `model_flags`: the architecture flags, `--synthesizer` (the package's
   variants) and `--synthesizer_options`.
-- `runtime`: the backend check, the set-up every recipe starts with
-  (`setup`) and the entry point `run_main`.
-- `strategies`: the tf.distribute strategies (`--strategy`), created first.
-- `devices`: logical devices (`KERAS_SYNTH_LOGICAL_DEVICES`) and the log
-  line naming the devices.
-- `cluster`: multi-worker clusters from `TF_CONFIG` (bounded in time), the
-  chief process and what it prepares for the other workers
-  (`chief_first`).
-- `processes`: several JAX processes (`keras.distribution.initialize`
-  from `--job_addresses`, `--num_processes`, `--process_id`), each
-  process's share of a batch, its local model for evaluation, the message
-  for a process that stopped.
-- `watchdog`: the processes that watch a recipe: one bounds its wait for
-  its cluster or processes, one reports a stopped process of a
-  multi-process run.
-- `precision`: the dtype policy and the float32 matmul precision.
-- `environment`: versions and devices, for `results.json`.
+- `runtime`: the backend check, the check of the flags against it
+  (`check_placement`), the set-up every recipe starts with (`setup`), the
+  entry point `run_main` and the message for a peer that stopped.
+- `compute`: the one place that picks where a run computes: the
+  tf.distribute strategies (`--strategy`, created first), and on JAX and
+  PyTorch Keras' placement or `keras.distribution` (`--distribution`).
+- `devices`: logical devices (`KERAS_SYNTH_LOGICAL_DEVICES`), the log
+  line naming the devices, the dtype policy and the float32 matmul
+  precision, and the versions and devices for `results.json`.
+- `cluster`: starting a run of several workers (`TF_CONFIG`) or JAX
+  processes (`--job_addresses`, `--num_processes`, `--process_id`), bounded
+  in time by a watchdog process; the chief; the guard that reports a
+  process that stopped.
+- `workers`: what the workers or processes of a run do together: the
+  chief's set-up that the others check (`chief_first`), each process's
+  share of a batch, its local model for evaluation.
 - `data_files`: `DataError` and data-file checks.
 - `vocabulary`: WordPiece vocabularies (learned, read, saved).
 - `storage`: reading and writing files through `tf.io.gfile` (local

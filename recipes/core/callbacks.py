@@ -14,8 +14,8 @@ built when `run_callbacks` is called.
 
 import re
 
-from recipes.core import processes
 from recipes.core import timing
+from recipes.core import workers
 
 
 def _seed_variables(model):
@@ -81,7 +81,7 @@ def save_weights(model, path):
     """`model.save_weights(path)` (model and optimizer), by one process
     alone: with several JAX processes, outside the distribution, whose
     variables JAX checks with the other processes."""
-    with processes.without_distribution():
+    with workers.without_distribution():
         model.save_weights(path)
 
 

@@ -12,12 +12,12 @@ import contextlib
 import time
 
 from recipes.core import callbacks
-from recipes.core import environment
+from recipes.core import devices
 from recipes.core import flags
-from recipes.core import processes
 from recipes.core import run_directory
 from recipes.core import runtime
 from recipes.core import training
+from recipes.core import workers
 
 
 def open_run(args, validate, load, runtime_flags=run_directory.RUNTIME_FLAGS,
@@ -33,14 +33,14 @@ def open_run(args, validate, load, runtime_flags=run_directory.RUNTIME_FLAGS,
     Returns:
         `(data, run_dir, strategy)`: what `load` returned, the
         `RunDirectory` and the `tf.distribute.Strategy` (on JAX and
-        PyTorch its stand-in, `distribution.BackendStrategy`).
+        PyTorch its stand-in, `compute.BackendStrategy`).
     """
     flags.check_steps_per_execution(getattr(args, "steps_per_execution",
                                             None))
     checked = validate(args)
     config = dict(vars(args))
     strategy = runtime.setup(args, log)
-    processes.check_batch_size(args.batch_size)
+    workers.check_batch_size(args.batch_size)
     data = load(checked)
     run_dir = run_directory.RunDirectory(args.model_dir, config,
                                          runtime_flags=runtime_flags)
@@ -62,7 +62,7 @@ def train_and_evaluate(args, run_dir, strategy, build, train_data,
         build: `() -> model`, builds and compiles the model (called under
             `strategy.scope()`).
         train_data: the training dataset for `Model.fit`: the epochs from
-            `run_dir.resume()` on (after the recipe's `cluster.chief_first`,
+            `run_dir.resume()` on (after the recipe's `workers.chief_first`,
             in a multi-worker run).
         steps_per_epoch: int, batches per epoch.
         evaluate: `(model, run) -> dict`, the task's results (metrics,
@@ -112,7 +112,7 @@ def train_and_evaluate(args, run_dir, strategy, build, train_data,
         context = (fit_context(model) if fit_context
                    else contextlib.nullcontext())
         with context:
-            model.fit(processes.local_batches(train_data), epochs=args.epochs,
+            model.fit(workers.local_batches(train_data), epochs=args.epochs,
                       initial_epoch=initial_epoch,
                       steps_per_epoch=steps_per_epoch, callbacks=fit_callbacks,
                       verbose=args.verbose,
@@ -143,7 +143,7 @@ def train_and_evaluate(args, run_dir, strategy, build, train_data,
         run["stopped_by_time_budget"] = bool(budget and budget.stopped)
 
     # Several JAX processes: evaluated and exported by a local copy.
-    with processes.local_model(model) as local:
+    with workers.local_model(model) as local:
         results = dict(evaluate(local, run))
         if run_dir.is_chief and export is not None:
             results.update(export(local))
@@ -151,7 +151,7 @@ def train_and_evaluate(args, run_dir, strategy, build, train_data,
     results.update({
         "wall_time_s": time.time() - wall_start,
         "args": dict(run_dir.config),
-        "environment": environment.environment(),
+        "environment": devices.environment(),
     })
     if run_dir.is_chief:
         path = run_dir.write_results(results)

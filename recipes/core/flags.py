@@ -8,13 +8,12 @@ Keras nor TensorFlow.
 import argparse
 import os
 
-from recipes.core import processes
 from recipes.core.cluster import DEFAULT_CLUSTER_TIMEOUT
-from recipes.core.distribution import DISTRIBUTIONS
-from recipes.core.precision import DEFAULT_MATMUL_PRECISION
-from recipes.core.precision import MATMUL_PRECISIONS
-from recipes.core.precision import PRECISIONS
-from recipes.core.strategies import STRATEGIES
+from recipes.core.compute import DISTRIBUTIONS
+from recipes.core.compute import STRATEGIES
+from recipes.core.devices import DEFAULT_MATMUL_PRECISION
+from recipes.core.devices import MATMUL_PRECISIONS
+from recipes.core.devices import PRECISIONS
 
 # The most steps one call of the compiled step runs on a TPU by default.
 TPU_STEPS_PER_EXECUTION = 32
@@ -73,7 +72,7 @@ def add_common_flags(parser, default_batch_size=32, default_epochs=3,
                        "MirroredStrategy (all local GPUs, else all logical "
                        "CPUs), MultiWorkerMirroredStrategy (from TF_CONFIG) "
                        "or TPUStrategy (--tpu).")
-    group.add_argument("--cluster_timeout", type=float,
+    group.add_argument("--cluster_timeout", type=positive_float,
                        default=DEFAULT_CLUSTER_TIMEOUT,
                        help="With --strategy=multi_worker (or several JAX "
                        "processes): seconds to wait for every worker of "
@@ -89,12 +88,27 @@ def add_common_flags(parser, default_batch_size=32, default_epochs=3,
                        "variables replicated) or ModelParallel (a (batch, "
                        "model) device mesh, the backbone's layout map). "
                        "Default: one device. On TensorFlow use --strategy.")
-    group.add_argument("--model_parallel", type=int, default=None,
+    group.add_argument("--model_parallel", type=positive_int, default=None,
                        help="With --distribution=model_parallel: the size "
                        "of the mesh's model axis (a divisor of the device "
                        "count; the batch axis takes the rest). Default: "
                        "every device.")
-    processes.add_process_flags(group)
+    group.add_argument("--job_addresses", default=None, metavar="HOST:PORT",
+                       help="JAX backend, several processes (hosts): the "
+                       "address of process 0, the coordinator (host:port, "
+                       "a free port), or every process's, comma-separated "
+                       "(keras.distribution.initialize). Default: "
+                       "KERAS_DISTRIBUTION_JOB_ADDRESSES. Every process "
+                       "runs the same command with its own --process_id.")
+    group.add_argument("--num_processes", type=positive_int, default=None,
+                       help="JAX backend: the number of processes of the "
+                       "run. Default: KERAS_DISTRIBUTION_NUM_PROCESSES, "
+                       "else 1.")
+    group.add_argument("--process_id", type=int, default=None,
+                       help="JAX backend: this process's index, 0 (the "
+                       "coordinator and chief, which writes the run "
+                       "directory) to --num_processes - 1. Default: "
+                       "KERAS_DISTRIBUTION_PROCESS_ID.")
     group.add_argument("--mixed_precision", choices=PRECISIONS,
                        default="float32",
                        help="Compute dtype; float16 uses loss scaling.")

@@ -18,14 +18,13 @@ import os
 import time
 
 from recipes import cli
-from recipes.core import cluster
 from recipes.core import experiment
 from recipes.core import flags
 from recipes.core import model_flags
 from recipes.core import presets
-from recipes.core import processes
 from recipes.core import runtime
 from recipes.core import vocabulary
+from recipes.core import workers
 from recipes.glue import metrics as metrics_lib
 from recipes.glue import tasks as tasks_lib
 
@@ -176,7 +175,7 @@ def _eval_callback(task, eval_data, log):
 
         def on_epoch_end(self, epoch, logs=None):
             # Several JAX processes: predicted by a local copy.
-            with processes.local_model(self.model) as model:
+            with workers.local_model(self.model) as model:
                 for split, (dataset, labels) in eval_data.items():
                     outputs = model.predict(dataset, verbose=0)
                     values = metrics_lib.compute_metrics(
@@ -225,7 +224,7 @@ def run(args, log=print):
         )
         return vocab, run_dir.resume()
 
-    vocab, initial_epoch = cluster.chief_first(strategy, prepare)
+    vocab, initial_epoch = workers.chief_first(strategy, prepare)
     preprocessor = model_lib.make_preprocessor(vocab, args.max_length,
                                                args.lowercase)
     # Static shapes (every batch padded to --max_length) where the step is
@@ -280,7 +279,7 @@ def run(args, log=print):
         return model
 
     def describe(parameters):
-        return (f"Model: SynthesizerTextClassifier"
+        return ("Model: SynthesizerTextClassifier"
                 + (f" from the preset {args.preset}" if args.preset else "")
                 + f", {args.num_layers} x "
                 f"SynthesizerEncoder({args.synthesizer!r}), width "

@@ -22,13 +22,13 @@ import os
 import time
 
 from recipes import cli
-from recipes.core import cluster
 from recipes.core import experiment
 from recipes.core import flags
 from recipes.core import model_flags
 from recipes.core import run_directory
 from recipes.core import runtime
 from recipes.core import timing
+from recipes.core import workers
 from recipes.lm import data as data_lib
 
 PROG = "python -m recipes.lm"
@@ -201,7 +201,7 @@ def run(args, log=print):
         return (tokenizers.prepare_tokenizer(run_dir, args, corpus["train"],
                                              log), run_dir.resume())
 
-    tokenizer, initial_epoch = cluster.chief_first(
+    tokenizer, initial_epoch = workers.chief_first(
         strategy, prepare, fingerprint=lambda prepared: repr(
             (tokenizers.vocabulary_of(prepared[0]), prepared[1])))
     stream = args.cut == "stream"

@@ -29,6 +29,7 @@ from recipes.core import flags
 from recipes.core import model_flags
 from recipes.core import run_directory
 from recipes.core import runtime
+from recipes.core import workers
 from recipes.lra import listops
 from recipes.lra import text as text_lib
 
@@ -284,7 +285,7 @@ def run(args, log=print):
                                             args.max_length)
     log(f"Attention in training: {path.replace('_', '-')} path ({reason}).")
 
-    initial_epoch = cluster.chief_first(strategy, run_dir.resume)
+    initial_epoch = workers.chief_first(strategy, run_dir.resume)
     steps_per_epoch = args.steps_per_epoch or count // args.batch_size
     steps_per_execution = flags.steps_per_execution(
         args.steps_per_execution, args.strategy, steps_per_epoch)

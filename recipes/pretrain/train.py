@@ -27,7 +27,6 @@ import os
 import time
 
 from recipes import cli
-from recipes.core import cluster
 from recipes.core import experiment
 from recipes.core import flags
 from recipes.core import model_flags
@@ -35,6 +34,7 @@ from recipes.core import run_directory
 from recipes.core import runtime
 from recipes.core import timing
 from recipes.core import training
+from recipes.core import workers
 from recipes.pretrain import data as data_lib
 
 PROG = "python -m recipes.pretrain"
@@ -252,7 +252,7 @@ def run(args, log=print):
             reserved_tokens=objective.reserved_tokens(args))
         return vocab, run_dir.resume()
 
-    vocab, initial_epoch = cluster.chief_first(strategy, prepare)
+    vocab, initial_epoch = workers.chief_first(strategy, prepare)
     tokenizer = objectives.make_tokenizer(vocab, args.lowercase)
     window = objective.window_length(args)
     start = time.time()

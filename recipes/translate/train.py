@@ -23,7 +23,6 @@ import os
 import time
 
 from recipes import cli
-from recipes.core import cluster
 from recipes.core import experiment
 from recipes.core import flags
 from recipes.core import model_flags
@@ -33,6 +32,7 @@ from recipes.core import storage
 from recipes.core import runtime
 from recipes.core import timing
 from recipes.core import vocabulary
+from recipes.core import workers
 from recipes.translate import data as data_lib
 
 PROG = "python -m recipes.translate"
@@ -296,7 +296,7 @@ def run(args, log=print):
                 log=log, filename=f"vocab.{args.tgt}.txt")
         return src_vocab, tgt_vocab, run_dir.resume()
 
-    src_vocab, tgt_vocab, initial_epoch = cluster.chief_first(
+    src_vocab, tgt_vocab, initial_epoch = workers.chief_first(
         strategy, prepare)
     preprocessor = modeling.make_preprocessor(
         src_vocab, tgt_vocab, args.max_length, args.lowercase)

@@ -34,7 +34,7 @@ SCRIPT = textwrap.dedent(
 
     import keras
     import numpy as np
-    from recipes.core import strategies
+    from recipes.core import compute
     from recipes.core import vocabulary
     from recipes.glue import loading, tasks, train
     from recipes.glue import model as model_lib
@@ -82,8 +82,8 @@ SCRIPT = textwrap.dedent(
                                for v in model.trainable_weights], loss
         return initial, model.get_weights(), loss
 
-    one = strategies.select_strategy("one_device")
-    mirrored = strategies.select_strategy("mirrored")
+    one = compute.select_strategy("one_device")
+    mirrored = compute.select_strategy("mirrored")
     initial, after_one, loss_one = first_step(one)
     _, after_two, loss_two = first_step(mirrored, initial)
     changed = max(float(np.abs(a - b).max())

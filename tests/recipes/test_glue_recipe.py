@@ -20,7 +20,7 @@ import tensorflow as tf  # noqa: E402
 
 from keras_synth.layers import SynthesizerAttention  # noqa: E402
 from keras_synth.layers import SynthesizerEncoder  # noqa: E402
-from recipes.core import precision as precision_lib  # noqa: E402
+from recipes.core import devices  # noqa: E402
 from recipes.core import run_directory  # noqa: E402
 from recipes.core import storage  # noqa: E402
 from recipes.core import training  # noqa: E402
@@ -363,7 +363,7 @@ def test_bad_input_is_one_clear_error(tmp_path, capsys, argv, message):
 def test_mixed_precision_and_jit_compile_train(precision, jit_compile):
     task = tasks.get_task("sst2")
     try:
-        precision_lib.configure_precision(precision)
+        devices.configure_precision(precision)
         model, _ = model_lib.build_model(
             vocab_size=len(VOCAB), num_classes=2, num_segments=1,
             sequence_length=12, synthesizer="random+vanilla", hidden_dim=8,

@@ -1,4 +1,5 @@
-"""Several JAX processes in one run (`recipes.core.processes`): the flags
+"""Several JAX processes in one run (`recipes.core.cluster`,
+`recipes.core.workers`): the flags
 and `KERAS_DISTRIBUTION_*` variables, each process's share of a batch,
 and real processes on 127.0.0.1 (gloo collectives on CPU) that train the
 built-in GLUE task as one process does, stop clearly when one of them is
@@ -16,8 +17,9 @@ import keras
 import numpy as np
 import pytest
 
-from recipes.core import placement
-from recipes.core import processes
+from recipes.core import cluster as cluster_lib
+from recipes.core import runtime
+from recipes.core import workers
 from tests.recipes.cluster import Cluster
 from tests.recipes.cluster import free_ports
 from tests.recipes.cluster import jax_process_env
@@ -41,8 +43,8 @@ def _args(**values):
 # ----------------------------------------------------------- the settings
 
 def test_one_process_without_flags_or_environment():
-    assert processes.process_settings(_args(), environ={}) is None
-    assert processes.process_settings(
+    assert cluster_lib.process_settings(_args(), environ={}) is None
+    assert cluster_lib.process_settings(
         _args(num_processes=1, process_id=0), environ={}) is None
 
 
@@ -50,12 +52,12 @@ def test_flags_override_the_environment():
     environ = {"KERAS_DISTRIBUTION_JOB_ADDRESSES": "10.0.0.1:1234",
                "KERAS_DISTRIBUTION_NUM_PROCESSES": "4",
                "KERAS_DISTRIBUTION_PROCESS_ID": "3"}
-    assert processes.process_settings(_args(), environ) == (
+    assert cluster_lib.process_settings(_args(), environ) == (
         "10.0.0.1:1234", 4, 3)
-    assert processes.process_settings(
+    assert cluster_lib.process_settings(
         _args(process_id=1, num_processes=2), environ) == (
             "10.0.0.1:1234", 2, 1)
-    assert processes.process_settings(
+    assert cluster_lib.process_settings(
         _args(job_addresses="h0:1, h1:2", num_processes=2, process_id=0),
         {}) == ("h0:1,h1:2", 2, 0)
 
@@ -78,7 +80,7 @@ def test_flags_override_the_environment():
 ])
 def test_bad_settings_name_the_flag_or_variable(values, environ, names):
     with pytest.raises(ValueError) as error:
-        processes.process_settings(_args(**values), environ)
+        cluster_lib.process_settings(_args(**values), environ)
     for name in names:
         assert name in str(error.value)
 
@@ -90,7 +92,7 @@ def test_processes_off_jax_are_a_clear_error(backend, hint):
                  strategy="one_device", tpu=None, distribution=None,
                  model_parallel=None)
     with pytest.raises(ValueError) as error:
-        placement.check_placement(args, backend)
+        runtime.check_placement(args, backend)
     message = str(error.value)
     assert "--job_addresses" in message and "KERAS_BACKEND=jax" in message
     assert repr(backend) in message and hint in message
@@ -101,7 +103,7 @@ def test_processes_off_jax_are_a_clear_error(backend, hint):
 @pytest.fixture
 def second_of_two(monkeypatch):
     """This process as process 1 of 2 (no JAX joined: the batch shares)."""
-    monkeypatch.setitem(processes._STATE, "process", (1, 2, "h:1"))
+    monkeypatch.setitem(cluster_lib._STATE, "process", (1, 2, "h:1"))
 
 
 def test_each_process_reads_its_share_of_every_batch(second_of_two):
@@ -110,13 +112,13 @@ def test_each_process_reads_its_share_of_every_batch(second_of_two):
     x = np.arange(24).reshape(12, 2)
     y = np.arange(12)
     dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(4)
-    shares = list(processes.local_batches(dataset).as_numpy_iterator())
+    shares = list(workers.local_batches(dataset).as_numpy_iterator())
     assert len(shares) == 3
     for i, (xs, ys) in enumerate(shares):
         np.testing.assert_array_equal(ys, [4 * i + 2, 4 * i + 3])
         np.testing.assert_array_equal(xs, x[4 * i + 2:4 * i + 4])
     single = tf.data.Dataset.from_tensor_slices({"a": x}).batch(6)
-    (first, second) = processes.local_batches(single).as_numpy_iterator()
+    (first, second) = workers.local_batches(single).as_numpy_iterator()
     np.testing.assert_array_equal(first["a"], x[3:6])
 
 
@@ -127,19 +129,19 @@ def test_a_batch_the_processes_cannot_share_is_an_error(second_of_two):
     with pytest.raises(tf.errors.InvalidArgumentError,
                        match="--batch_size must be a multiple of "
                        "--num_processes"):
-        list(processes.local_batches(dataset))
+        list(workers.local_batches(dataset))
     with pytest.raises(ValueError, match=r"--batch_size`=15 .* multiple of "
                        r"--num_processes=2"):
-        processes.check_batch_size(15)
-    processes.check_batch_size(16)
+        workers.check_batch_size(15)
+    workers.check_batch_size(16)
 
 
 def test_one_process_keeps_its_dataset_and_model():
     marker = object()
-    assert processes.local_batches(marker) is marker
-    with processes.local_model(marker) as model:
+    assert workers.local_batches(marker) is marker
+    with workers.local_model(marker) as model:
         assert model is marker
-    assert processes.process_failure(ValueError("Gloo failed")) is None
+    assert runtime.stopped_peer(ValueError("Gloo failed")) is None
 
 
 # ------------------------------------------------------ real processes
@@ -219,7 +221,7 @@ def test_a_killed_process_stops_the_run_clearly_and_both_resume(tmp_path):
 
     def by_flags(index, ports):  # the flags, not the environment
         env = jax_process_env(2)(index, ports)
-        for name in processes.ENVIRONMENT.values():
+        for name in cluster_lib.ENVIRONMENT.values():
             env.pop(name)
         return env
 

@@ -1,10 +1,8 @@
-"""recipes.core.cluster: TF_CONFIG, the chief, chief_first."""
+"""recipes.core.cluster: TF_CONFIG and the chief."""
 
 import pytest
 
 from recipes.core import cluster as cluster_lib
-from recipes.core import strategies
-from tests.recipes.core.tensorflow_only import requires_tensorflow
 
 
 WORKERS = '{"cluster": {"worker": ["10.0.0.1:2222", "10.0.0.2:2222"]}, '
@@ -58,13 +56,3 @@ def test_a_malformed_tf_config_is_named_with_what_was_expected(
     assert '{"cluster": {"worker": ["host0:port0"' in message  # expected
     with pytest.raises(ValueError):
         cluster_lib.is_chief()
-
-
-@requires_tensorflow
-def test_chief_first_is_prepare_without_a_cluster(monkeypatch):
-    monkeypatch.delenv("TF_CONFIG", raising=False)
-    calls = []
-    strategy = strategies.select_strategy("one_device")
-    assert cluster_lib.chief_first(
-        strategy, lambda: calls.append(1) or "ready") == "ready"
-    assert calls == [1]

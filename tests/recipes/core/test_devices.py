@@ -1,7 +1,9 @@
-"""recipes.core.devices: logical devices and their description."""
+"""recipes.core.devices: logical devices, their description and the
+precision."""
 
 import os
 
+import keras
 import pytest
 
 from recipes.core import devices
@@ -40,9 +42,9 @@ def test_logical_devices_from_the_environment():
 
     script = """if True:
         import json
+        from recipes.core import compute
         from recipes.core import devices
-        from recipes.core import strategies
-        strategy = strategies.select_strategy("mirrored")
+        strategy = compute.select_strategy("mirrored")
         print("RESULT " + json.dumps([strategy.num_replicas_in_sync,
                                       devices.describe_devices(strategy)]))
     """
@@ -60,3 +62,17 @@ def test_logical_devices_from_the_environment():
     with pytest.raises(ValueError, match=r"KERAS_SYNTH_LOGICAL_DEVICES='two'"):
         devices.split_logical_devices({"KERAS_SYNTH_LOGICAL_DEVICES": "two"})
     assert devices.split_logical_devices({}) == 1
+
+
+@requires_tensorflow
+@pytest.mark.parametrize("precision, policy", [
+    ("float32", "float32"), ("bfloat16", "mixed_bfloat16"),
+    ("float16", "mixed_float16")])
+def test_configure_precision(precision, policy):
+    try:
+        assert devices.configure_precision(precision) == policy
+        assert keras.config.dtype_policy().name == policy
+    finally:
+        keras.config.set_dtype_policy("float32")
+    with pytest.raises(ValueError, match="Unknown precision"):
+        devices.configure_precision("int8")

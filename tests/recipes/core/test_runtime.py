@@ -1,5 +1,7 @@
-"""recipes.core.runtime."""
+"""recipes.core.runtime: the backend, the check of the flags against it
+(`check_placement`), `setup`."""
 
+import argparse
 import os
 import subprocess
 import sys
@@ -7,9 +9,10 @@ import sys
 import keras
 import pytest
 
-from recipes.core import precision
+from recipes.core import compute
+from recipes.core import devices
+from recipes.core import flags
 from recipes.core import runtime
-from recipes.core import strategies
 from tests.recipes.core.tensorflow_only import requires_tensorflow
 from tests.recipes.two_cpus import ROOT
 from tests.recipes.two_cpus import run_with_two_cpus
@@ -51,14 +54,14 @@ def test_mirrored_strategy_uses_every_cpu_device_and_refuses_jit():
         from recipes.core import data_files
         from recipes.core import flags
         from recipes.core import run_directory
+        from recipes.core import compute
         from recipes.core import runtime
-        from recipes.core import strategies
         from recipes.core import training
         from recipes.core import vocabulary
 
         import argparse
 
-        strategy = strategies.select_strategy("mirrored")
+        strategy = compute.select_strategy("mirrored")
 
         def setup(jit_compile):
             args = argparse.Namespace(
@@ -91,8 +94,6 @@ def test_setup_logs_the_device_one_device_uses():
 
     import tensorflow as tf
 
-    from recipes.core import flags
-
     parser = argparse.ArgumentParser()
     flags.add_common_flags(parser)
     args = parser.parse_args([])
@@ -113,4 +114,66 @@ def test_setup_logs_the_device_one_device_uses():
     finally:
         tf.config.experimental.enable_tensor_float_32_execution(False)
     with pytest.raises(ValueError, match=r"'medium'.*`--matmul_precision`"):
-        precision.configure_matmul_precision("medium")
+        devices.configure_matmul_precision("medium")
+
+
+def parse(*argv):
+    parser = argparse.ArgumentParser()
+    flags.add_common_flags(parser)
+    return parser.parse_args(list(argv))
+
+
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+@pytest.mark.parametrize("argv, flag", [
+    (["--strategy=mirrored"], "--strategy=mirrored"),
+    (["--strategy=multi_worker"], "--strategy=multi_worker"),
+    (["--strategy=tpu", "--tpu=local"], "--strategy=tpu"),
+    (["--tpu=local"], "--tpu=local"),
+])
+def test_a_tf_distribute_strategy_off_tensorflow_names_both(
+        backend, argv, flag):
+    with pytest.raises(ValueError, match=(
+            rf"Argument `{flag}` is a tf.distribute strategy of the "
+            rf"TensorFlow backend, but KERAS_BACKEND='{backend}'. Run it "
+            r"with KERAS_BACKEND=tensorflow")) as info:
+        runtime.check_placement(parse(*argv), backend)
+    if backend == "jax":
+        assert "--distribution=data_parallel" in str(info.value)
+
+
+@pytest.mark.parametrize("backend", ["tensorflow", "torch"])
+@pytest.mark.parametrize("argv, flag", [
+    (["--distribution=data_parallel"], "--distribution=data_parallel"),
+    (["--distribution=model_parallel", "--model_parallel=2"],
+     "--distribution=model_parallel"),
+    (["--model_parallel=2"], "--model_parallel=2"),
+])
+def test_keras_distribution_off_jax_names_both(backend, argv, flag):
+    with pytest.raises(ValueError, match=(
+            rf"Argument `{flag}` is keras.distribution on the JAX backend, "
+            rf"but KERAS_BACKEND='{backend}'. Run it with "
+            r"KERAS_BACKEND=jax")) as info:
+        runtime.check_placement(parse(*argv), backend)
+    if backend == "tensorflow":
+        assert "--strategy=mirrored" in str(info.value)
+
+
+def test_model_parallel_needs_its_distribution():
+    with pytest.raises(ValueError, match=(
+            r"`--model_parallel` needs `--distribution=model_parallel`. "
+            r"Received: --distribution=data_parallel, --model_parallel=2")):
+        runtime.check_placement(
+            parse("--distribution=data_parallel", "--model_parallel=2"),
+            "jax")
+
+
+@pytest.mark.parametrize("backend", compute.BACKENDS)
+def test_the_defaults_are_accepted_on_every_backend(backend):
+    runtime.check_placement(parse(), backend)
+
+
+def test_an_error_that_is_no_stopped_peer_is_told_as_it_is(monkeypatch):
+    # `run_main` prints a ValueError's own text: a malformed TF_CONFIG is
+    # not read again to ask whether a worker stopped.
+    monkeypatch.setenv("TF_CONFIG", "{not json")
+    assert runtime.stopped_peer(ValueError("bad flag")) is None
