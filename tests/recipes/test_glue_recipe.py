@@ -220,46 +220,20 @@ def _compare_with_export(run_dir, task, columns, expected):
         task.labels[i] for i in probabilities.argmax(-1)]
 
 
-class Interrupted(Exception):
-    pass
-
-
-def test_builtin_end_to_end_train_resume_export(tmp_path, monkeypatch):
+def test_builtin_end_to_end_train_export(tmp_path):
+    # (Killed mid-epoch and resumed to the same history: test_harness.py;
+    # resumed on ram://: test_cloud_storage.py.)
     run_dir = str(tmp_path / "run")
     argv = ["--task=builtin", "--synthesizer=random+vanilla",
             f"--model_dir={run_dir}", "--epochs=2",
             "--max_train_examples=96"] + TINY
 
-    # 1. Interrupted during the second epoch's end (before its checkpoint).
-    make_eval = train_lib._eval_callback
-
-    def interrupting(*args):
-        callback = make_eval(*args)
-        on_epoch_end = callback.on_epoch_end
-
-        def stop(epoch, logs=None):
-            on_epoch_end(epoch, logs)
-            if epoch == 1:
-                raise Interrupted()
-
-        callback.on_epoch_end = stop
-        return callback
-
-    monkeypatch.setattr(train_lib, "_eval_callback", interrupting)
-    with pytest.raises(Interrupted):
-        run(argv)
-    monkeypatch.setattr(train_lib, "_eval_callback", make_eval)
-    with open(os.path.join(run_dir, "backup", "LATEST")) as f:
-        assert f.read() == "epoch-1\n"
-    assert not os.path.exists(os.path.join(run_dir, "results.json"))
-
-    # 2. Started again with the same arguments: resumes after epoch 1.
     started = time.time()
     results = run(argv)
     elapsed = time.time() - started
     steps = 96 // 16
-    assert results["resumed_from_epoch"] == 1
-    assert results["optimizer_steps"] == 2 * steps  # optimizer state kept
+    assert results["resumed_from_epoch"] == 0
+    assert results["optimizer_steps"] == 2 * steps
     assert [h["epoch"] for h in results["history"]] == [1, 2]
     assert "dev_accuracy" in results["history"][0]
     saved = storage.read_json(os.path.join(run_dir, "results.json"))
@@ -269,10 +243,10 @@ def test_builtin_end_to_end_train_resume_export(tmp_path, monkeypatch):
     # weights, no EMA), computed by another code path (the epoch callback).
     assert saved["metrics"]["dev"]["accuracy"] == pytest.approx(
         results["history"][-1]["dev_accuracy"], abs=1e-6)
-    # Timings of this (resumed) run: its wall time is within the call's, and
-    # its 6 training steps (epoch 2) took at most that long.
+    # Timings: the run's wall time is within the call's, and its 12
+    # training steps took at most that long.
     assert 0.0 < saved["wall_time_s"] <= elapsed
-    assert saved["steps_per_second"] >= steps / saved["wall_time_s"]
+    assert saved["steps_per_second"] >= 2 * steps / saved["wall_time_s"]
     assert saved["args"]["max_train_examples"] == 96
     for name in ("vocab.txt", "args.json", "attention.png", "history.csv",
                  "backup/epoch-2/model.weights.h5"):

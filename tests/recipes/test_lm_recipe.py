@@ -1,14 +1,10 @@
 """The language-model recipe on TensorFlow: tokenizers, tensorflow_datasets
 under mock_data, scoring every token once, and a tiny end-to-end run
-(train, interrupt, resume, evaluate, sample, export, reload)."""
+(train, evaluate, sample, export, reload)."""
 
 import json
 import math
 import os
-import signal
-import subprocess
-import sys
-import time
 
 import keras
 import numpy as np
@@ -35,8 +31,6 @@ from recipes.lm import model as model_lib  # noqa: E402
 from recipes.lm import tokenizers  # noqa: E402
 from recipes.lm import train as train_lib  # noqa: E402
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
 TEXT = "ROMEO:\nBut soft, what light through yonder window breaks?\n\n"
 
 
@@ -156,78 +150,17 @@ def run(argv):
                          log=lambda *_: None)
 
 
-def _killed_mid_epoch(model_dir, epoch, batch):
-    """Runs `python -m recipes.lm` with TINY (no export) in a process that
-    prints a line after every training batch (`tests/recipes/
-    progress_run.py`) and SIGKILLs it after `batch` batches of `epoch`;
-    returns the `(epoch, batch)` of every batch it finished."""
-    env = dict(os.environ, KERAS_BACKEND="tensorflow", PYTHONUNBUFFERED="1",
-               TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=REPO)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.recipes.progress_run", "recipes.lm",
-         f"--model_dir={model_dir}", "--no_export"] + TINY,
-        cwd=REPO, env=env, stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL, text=True)
-    deadline = time.time() + 300
-    seen = []
-    try:
-        for line in process.stdout:
-            seen.append(line)
-            if line.strip() == f"batch-end epoch={epoch} batch={batch}":
-                process.send_signal(signal.SIGKILL)
-                break
-            assert time.time() < deadline, "".join(seen)[-2000:]
-        process.wait(timeout=60)
-        seen.extend(process.stdout.read().splitlines(keepends=True))
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    assert process.returncode == -signal.SIGKILL, "".join(seen)[-2000:]
-    return [tuple(int(field.split("=")[1]) for field in line.split()[1:])
-            for line in seen if line.startswith("batch-end")]
-
-
-def test_end_to_end_interrupt_resume_evaluate_export(tmp_path):
-    # An uninterrupted run.
-    reference = run(TINY + [f"--model_dir={tmp_path / 'reference'}"])
-    assert reference["resumed_from_epoch"] == 0
-    steps = reference["optimizer_steps"] // 2
-    assert steps >= 8, reference["optimizer_steps"]
-
-    # The same run SIGKILLed in the middle of epoch 2 (after 4 of its
-    # batches, or a few more while the signal is on its way), then started
-    # again: it resumes from epoch 1's backup and trains epoch 2 whole.
+def test_end_to_end_train_evaluate_sample_export(tmp_path):
+    # (Killed mid-epoch and resumed to the same history: test_harness.py.)
     model_dir = tmp_path / "run"
-    batches = _killed_mid_epoch(model_dir, epoch=2, batch=4)
-    done = len(batches) - steps
-    assert 4 <= done < steps, batches
-    assert batches == [(1, b) for b in range(1, steps + 1)] + [
-        (2, b) for b in range(1, done + 1)]
-    assert not os.path.exists(model_dir / "results.json")
     results = run(TINY + [f"--model_dir={model_dir}"])
-    assert results["resumed_from_epoch"] == 1
+    assert results["resumed_from_epoch"] == 0
     assert [h["epoch"] for h in results["history"]] == [1, 2]
-    assert results["optimizer_steps"] == reference["optimizer_steps"]
-    # The resumed run equals the uninterrupted one, epoch by epoch: the
-    # same batches (a per-epoch order), from the same weights and
-    # optimizer state. The tolerance covers float reduction order only.
-    for got, want in zip(results["history"], reference["history"]):
-        assert sorted(got) == sorted(want)
-        for key in got:
-            if key not in ("steps_per_second", "epoch"):
-                np.testing.assert_allclose(got[key], want[key], rtol=1e-4,
-                                           atol=1e-6, err_msg=key)
+    assert results["history"][-1]["loss"] < results["history"][0]["loss"]
     # fit's per-token validation metric is the evaluation's mean loss.
     np.testing.assert_allclose(results["history"][-1]["val_token_loss"],
                                results["evaluation"]["valid"]["loss"],
                                rtol=1e-4)
-    # Deterministic batches and no dropout: the resumed run ends where the
-    # uninterrupted one does.
-    for split in ("valid", "test"):
-        np.testing.assert_allclose(results["evaluation"][split]["loss"],
-                                   reference["evaluation"][split]["loss"],
-                                   rtol=1e-4)
     valid = results["evaluation"]["valid"]
     corpus = data_lib.load_files(data_lib.builtin_files())
     assert valid["tokens"] == len(corpus["valid"]) - 1

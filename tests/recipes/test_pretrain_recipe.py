@@ -44,22 +44,28 @@ def _results(run_dir):
         return json.load(f)
 
 
-@pytest.mark.parametrize("objective", ["mlm", "span_corruption"])
-def test_sigkill_mid_epoch_then_resume(tmp_path, objective):
+# The masked LM is killed and resumed on every backend by the recipe
+# harness (its smoke command); span corruption is killed and resumed here.
+@pytest.mark.parametrize("objective, killed", [("mlm", False),
+                                               ("span_corruption", True)])
+def test_trains_scores_and_resumes_after_a_kill(tmp_path, objective, killed):
     run_dir = str(tmp_path / "run")
     args = ["--epochs=3", "--steps_per_epoch=6"]
-    seen = kill_at(_start(objective, run_dir, *args), epoch=2, batch=3)
-    assert not os.path.exists(os.path.join(run_dir, "results.json"))
-    # Nothing of the corpus is dropped: the log says how it was packed.
-    packed = next(line for line in seen if line.startswith("Packed"))
-    assert "none dropped" in packed
+    seen = []
+    if killed:
+        seen = kill_at(_start(objective, run_dir, *args), epoch=2, batch=3)
+        assert not os.path.exists(os.path.join(run_dir, "results.json"))
 
-    resumed = _start(objective, run_dir, *args)
-    out, _ = resumed.communicate(timeout=300)
-    assert resumed.returncode == 0, out[-3000:]
-    assert "Resuming after epoch 1 from" in out
+    process = _start(objective, run_dir, *args)
+    out, _ = process.communicate(timeout=300)
+    assert process.returncode == 0, out[-3000:]
+    # Nothing of the corpus is dropped: the log says how it was packed.
+    packed = next(line for line in seen + out.splitlines()
+                  if line.startswith("Packed"))
+    assert "none dropped" in packed
     results = _results(run_dir)
-    assert results["resumed_from_epoch"] == 1
+    assert ("Resuming after epoch 1 from" in out) == killed
+    assert results["resumed_from_epoch"] == (1 if killed else 0)
     assert results["optimizer_steps"] == 3 * 6
     assert [h["epoch"] for h in results["history"]] == [1, 2, 3]
     heldout = results["heldout"]
