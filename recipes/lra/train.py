@@ -79,8 +79,11 @@ def build_parser():
     group.add_argument("--dataset", choices=text_lib.DATASETS,
                        default=text_lib.BUILTIN,
                        help="text: builtin (offline, small), files "
-                       "(--train_file, --test_file), or tensorflow_datasets "
-                       "imdb_reviews (LRA's; needs the prepared set).")
+                       "(--train_file, --test_file), or a tensorflow_datasets "
+                       "set (needs the prepared set, a download): "
+                       "imdb_reviews (LRA's), ag_news_subset (4 classes of "
+                       "news, title + description), yelp_polarity_reviews "
+                       "(2 classes).")
     for split, required in (("train", "required"), ("valid", "optional"),
                             ("test", "required")):
         group.add_argument(f"--{split}_file", default=None,
@@ -239,7 +242,7 @@ def load_data(args, log=print):
             for split in ("train", "valid", "test")
             if getattr(args, f"{split}_file")}
     else:
-        pairs = text_lib.tfds_splits(text_lib.IMDB, args.tfds_data_dir,
+        pairs = text_lib.tfds_splits(args.dataset, args.tfds_data_dir,
                                      args.max_train_examples)
     classes = text_lib.class_names(pairs["train"])
     splits = {"valid": None}
