@@ -312,3 +312,30 @@ def test_unknown_tfds_set_and_failed_load_are_named(monkeypatch):
     with pytest.raises(DataError, match="'ag_news_subset' split 'train' "
                        r"\(ConnectionError: no network\)"):
         text_lib.tfds_splits("ag_news_subset")
+
+
+def test_documents_join_one_label_in_order_and_count_the_rest(tmp_path):
+    from recipes.lra import make_documents
+
+    rows = [("0", "aaaa"), ("1", "bb"), ("0", "cc"), ("1", "dddd"),
+            ("0", "e"), ("1", "f")]
+    docs, left = make_documents.documents(rows, min_bytes=6)
+    assert docs == [("0", "aaaa cc"), ("1", "bb dddd")]
+    assert left == {"0": ["e"], "1": ["f"]}
+    with pytest.raises(ValueError, match="min_bytes=0"):
+        make_documents.documents(rows, 0)
+    glue = tmp_path / "SST-2"
+    glue.mkdir()
+    for name, body in (("train.tsv", rows), ("dev.tsv", rows[:3])):
+        (glue / name).write_text("sentence\tlabel\n" + "".join(
+            f"{s}\t{label}\n" for label, s in body), encoding="utf-8")
+    out = tmp_path / "docs"
+    lines = []
+    summary = make_documents.make_documents(str(glue), str(out), 6,
+                                            log=lines.append)
+    assert text_lib.read_labelled_file(str(out / "train.tsv")) == docs
+    assert text_lib.read_labelled_file(str(out / "test.tsv")) == [
+        ("0", "aaaa cc")]
+    assert summary["splits"]["train"]["sentences_left_over"] == 2
+    assert summary["splits"]["test"]["sentences_left_over"] == 1
+    assert "2 sentences (2 bytes) left over" in lines[0]
