@@ -17,6 +17,9 @@ Examples:
     # Any labelled text files (label<TAB>text, .gz read transparently):
     python -m recipes.lra --task=text --dataset=files \\
         --train_file=train.tsv.gz --test_file=test.tsv.gz
+
+    # The Linformer-style baseline (only the attention layer differs):
+    python -m recipes.lra --task=text --attention=linformer --linformer_k=256
 """
 
 import os
@@ -38,6 +41,8 @@ TASKS = ("listops", "text")
 # paper's longer setting).
 DEFAULT_MAX_LENGTH = {"listops": 2000, "text": 1000}
 POOLINGS = ("cls", "mean")
+ATTENTIONS = ("synthesizer", "linformer")
+DEFAULT_LINFORMER_K = 256
 
 
 def build_parser():
@@ -110,6 +115,18 @@ def build_parser():
                        help="Tokens per example, [CLS] included (padded; "
                        "longer examples cut and counted). Default: "
                        "listops 2000, text 1000 (LRA's).")
+    group.add_argument(
+        "--attention", choices=ATTENTIONS, default="synthesizer",
+        help="synthesizer: SynthesizerEncoder blocks of --synthesizer; "
+        "linformer: the Linformer-style baseline (Wang et al. 2020), the "
+        "same model but for the attention layers (recipes/lra/"
+        "linformer.py; keys and values projected along the length to "
+        "--linformer_k rows), without preset or SavedModel export.")
+    group.add_argument(
+        "--linformer_k", type=flags.positive_int, default=None,
+        help="--attention=linformer: the rows k that keys and values are "
+        f"projected to (at most --max_length). Default: "
+        f"{DEFAULT_LINFORMER_K}.")
     group.add_argument("--pooling", choices=POOLINGS, default="cls",
                        help="The classified vector: the [CLS] token "
                        "(LRA's pooling_mode CLS) or the mean of the "
@@ -163,6 +180,7 @@ def validate_args(args, check_options=True):
     if args.max_length < 8:
         raise ValueError("Argument `--max_length` must be at least 8. "
                          f"Received: --max_length={args.max_length}")
+    _check_attention(args)
     flags.check_hidden_dim(args.hidden_dim, args.num_heads)
     flags.check_ema_momentum(args.ema_momentum)
     if not 0.0 <= args.dropout < 1.0:
@@ -204,9 +222,46 @@ def validate_args(args, check_options=True):
                 f"{args.dataset}).")
         data = args.dataset
     if args.model_dir is None:
+        variant = (f"linformer_k{args.linformer_k}"
+                   if args.attention == "linformer"
+                   else args.synthesizer.replace("+", "_"))
         args.model_dir = os.path.join(
-            "runs", "lra", f"{args.task}-{data}-"
-            f"{args.synthesizer.replace('+', '_')}-{args.max_length}")
+            "runs", "lra", f"{args.task}-{data}-{variant}-{args.max_length}")
+
+
+def _check_attention(args):
+    """`--attention` against `--synthesizer*` and `--linformer_k`:
+    ValueError naming the flags; sets `args.linformer_k` to its default
+    for the baseline."""
+    if args.attention != "linformer":
+        if args.linformer_k is not None:
+            raise ValueError(
+                "Argument `--linformer_k` is for --attention=linformer. "
+                f"Received: --linformer_k={args.linformer_k} with "
+                f"--attention={args.attention}")
+        return
+    default = model_flags.canonical_synthesizer(
+        "synthesizer", build_parser().get_default("synthesizer"))
+    if args.synthesizer != default:
+        raise ValueError(
+            "Argument `--synthesizer` does not apply to "
+            "--attention=linformer (the baseline's attention is Linformer's,"
+            " --linformer_k). Received: --synthesizer="
+            f"{args.synthesizer} with --attention=linformer")
+    for name in ("synthesizer_options", "factorized_rank"):
+        if getattr(args, name, None) is not None:
+            raise ValueError(
+                f"Argument `--{name}` does not apply to "
+                "--attention=linformer. Received: "
+                f"--{name}={getattr(args, name)} with --attention=linformer")
+    if args.linformer_k is None:
+        args.linformer_k = DEFAULT_LINFORMER_K
+    if args.linformer_k > args.max_length:
+        raise ValueError(
+            "Argument `--linformer_k` must be at most --max_length="
+            f"{args.max_length} (keys and values are projected from "
+            f"--max_length positions to k rows). Received: --linformer_k="
+            f"{args.linformer_k}")
 
 
 def load_data(args, log=print):
@@ -283,8 +338,14 @@ def run(args, log=print):
     if count < args.batch_size:
         raise ValueError(f"Argument `--batch_size`={args.batch_size} exceeds "
                          f"the {count} training examples.")
-    path, reason = model_lib.attention_path(args.synthesizer, args.dropout,
-                                            args.max_length)
+    linformer = args.attention == "linformer"
+    if linformer:
+        path, reason = "linformer", (
+            f"keys and values projected to k={args.linformer_k} rows: "
+            "B x H x T x k probabilities")
+    else:
+        path, reason = model_lib.attention_path(
+            args.synthesizer, args.dropout, args.max_length)
     log(f"Attention in training: {path.replace('_', '-')} path ({reason}).")
 
     initial_epoch = cluster.chief_first(strategy, run_dir.resume)
@@ -306,8 +367,10 @@ def run(args, log=print):
         return model
 
     def describe(parameters):
+        block = (f"LinformerEncoder(k={args.linformer_k})" if linformer
+                 else f"SynthesizerEncoder({args.synthesizer!r})")
         return (f"Model: SynthesizerTextClassifier, {args.num_layers} x "
-                f"SynthesizerEncoder({args.synthesizer!r}), width "
+                f"{block}, width "
                 f"{args.hidden_dim}, {args.num_heads} heads, {args.pooling} "
                 f"pooling, max_length {args.max_length}: {parameters:,} "
                 f"trainable parameters; {steps_per_epoch} steps per epoch, "
@@ -328,7 +391,9 @@ def run(args, log=print):
                if run["steps_per_second"] else "") + ".")
         return {
             "task": args.task, "source": source,
-            "synthesizer": args.synthesizer, "metrics": metrics,
+            "attention": args.attention,
+            "synthesizer": None if linformer else args.synthesizer,
+            "linformer_k": args.linformer_k, "metrics": metrics,
             "classes": list(classes), "max_length": args.max_length,
             "attention_path": path, "attention_path_reason": reason,
             "steps_reached": run["optimizer_steps"],
@@ -338,6 +403,16 @@ def run(args, log=print):
 
     def export(model):  # on the chief
         outputs = {"attention_png": None}
+        if linformer:
+            skipped = (
+                "--attention=linformer: the baseline's classes live in "
+                "recipes (recipes/lra/linformer.py), so no preset or "
+                "SavedModel is written (they would need recipes to load); "
+                "no attention.png (its maps are T x k)")
+            log(f"Export skipped: {skipped}.")
+            outputs.update({"export": None, "export_usage": None,
+                            "preset": None, "export_skipped": skipped})
+            return outputs
         if args.attention_plot:
             outputs["attention_png"] = attention_picture(
                 run_dir.path("attention.png"), model, built["probe"],
