@@ -120,12 +120,13 @@ def build_parser():
         help="synthesizer: SynthesizerEncoder blocks of --synthesizer; "
         "linformer: the Linformer-style baseline (Wang et al. 2020), the "
         "same model but for the attention layers (recipes/lra/"
-        "linformer.py; keys and values projected along the length to "
-        "--linformer_k rows), without preset or SavedModel export.")
+        "linformer.py: keys and values projected along the length to k "
+        "rows, k set by --linformer_k), without preset or SavedModel "
+        "export.")
     group.add_argument(
         "--linformer_k", type=flags.positive_int, default=None,
-        help="--attention=linformer: the rows k that keys and values are "
-        f"projected to (at most --max_length). Default: "
+        help="Linformer's k (with --attention=linformer): the rows that "
+        "keys and values are projected to, at most --max_length. Default: "
         f"{DEFAULT_LINFORMER_K}.")
     group.add_argument("--pooling", choices=POOLINGS, default="cls",
                        help="The classified vector: the [CLS] token "
