@@ -159,6 +159,9 @@ def build_parser():
 # cache of the same generated set.
 RUNTIME_FLAGS = run_directory.RUNTIME_FLAGS | {
     "time_budget_minutes", "eval_batch_size", "cache_dir", "attention_plot"}
+# Flags added after runs may have started: a run directory saved without
+# them holds a Synthesizer run, and resumes.
+ADDED_FLAGS = {"attention": "synthesizer", "linformer_k": None}
 
 
 def listops_parameters(args):
@@ -314,7 +317,7 @@ def run(args, log=print):
     wall_start = time.time()
     (splits, classes, source), run_dir, strategy = experiment.open_run(
         args, validate_args, lambda _: load_data(args, log), RUNTIME_FLAGS,
-        log)
+        log, added_flags=ADDED_FLAGS)
 
     from recipes.lra import model as model_lib
     from recipes.lra import sequences
