@@ -92,6 +92,7 @@ PARSERS = {
     **{recipe.module: f"{recipe.module}.train" if recipe.smoke
        else recipe.module for recipe in registry.recipes()},
     "recipes.glue.quantize": "recipes.glue.quantize",
+    "recipes.lra.make_documents": "recipes.lra.make_documents",
 }
 
 

@@ -149,6 +149,11 @@ class Linformer(_Projections):
 
     def call(self, query, value, value_mask=None, use_causal_mask=False,
              training=None):
+        return self._attend(query, value, value_mask, use_causal_mask,
+                            training)[0]
+
+    def _attend(self, query, value, value_mask, use_causal_mask, training):
+        """`(outputs (B, T, d), probabilities (B, H, T, k))`."""
         if use_causal_mask:
             raise ValueError(
                 "Linformer has no causal form (each projected key mixes all "
@@ -169,8 +174,15 @@ class Linformer(_Projections):
         v = ops.einsum("ps,bshk->bphk", self.f[:, :length], v)
         logits = ops.einsum("bthk,bphk->bhtp", q, k)
         logits = ops.cast(logits, "float32") / math.sqrt(self.key_dim)
-        probs = ops.cast(ops.softmax(logits, axis=-1), v.dtype)
-        return self._output(ops.einsum("bhtp,bphk->bthk", probs, v))
+        probabilities = ops.softmax(logits, axis=-1)
+        probs = ops.cast(self._drop(probabilities, training), v.dtype)
+        return (self._output(ops.einsum("bhtp,bphk->bthk", probs, v)),
+                probabilities)
+
+    def _drop(self, probabilities, training):
+        """Dropout of the attention probabilities `(B, H, T, k)`: none
+        here (a subclass's hook, e.g. `recipes.lra.linformer`)."""
+        return probabilities
 
     def get_config(self):
         config = super().get_config()

@@ -21,14 +21,15 @@ from recipes.core import workers
 
 
 def open_run(args, validate, load, runtime_flags=run_directory.RUNTIME_FLAGS,
-             log=print):
+             log=print, added_flags=None):
     """How every recipe's `run()` starts: checks `args` (`validate(args)`, which may canonicalise them), creates
     the strategy (`runtime.setup`: first, before the backend runs any op,
     as multi-worker and TPU strategies need; it selects the backend), reads the data
     (`load(checked)`, with what `validate` returned, before anything is
     written), then opens the run directory `--model_dir` for this
     configuration (refusing one that holds another; `runtime_flags` may
-    differ).
+    differ; `added_flags`, `{flag: value}`, are read as `value` in a
+    configuration saved before they existed).
 
     Returns:
         `(data, run_dir, strategy)`: what `load` returned, the
@@ -43,7 +44,8 @@ def open_run(args, validate, load, runtime_flags=run_directory.RUNTIME_FLAGS,
     workers.check_batch_size(args.batch_size)
     data = load(checked)
     run_dir = run_directory.RunDirectory(args.model_dir, config,
-                                         runtime_flags=runtime_flags)
+                                         runtime_flags=runtime_flags,
+                                         added_flags=added_flags)
     log(f"Run directory: {run_dir.root}")
     return data, run_dir, strategy
 

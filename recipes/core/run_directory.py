@@ -81,14 +81,20 @@ class RunDirectory:
         path: the directory (created), local or `scheme://...`.
         config: a dict of the run's arguments (`vars(args)`).
         runtime_flags: keys that may differ between starts.
+        added_flags: `{key: value}` of flags added after runs may have
+            started: a saved configuration without `key` is read as
+            holding `value` (its behaviour before the flag existed), so
+            that such a run resumes. Defaults to none.
     """
 
-    def __init__(self, path, config, runtime_flags=RUNTIME_FLAGS):
+    def __init__(self, path, config, runtime_flags=RUNTIME_FLAGS,
+                 added_flags=None):
         check_filesystem(path, "model_dir")
         self.root = (os.path.abspath(path) if is_local(path)
                      else path.rstrip("/"))
         self.config = dict(config)
         self.runtime_flags = frozenset(runtime_flags)
+        self.added_flags = dict(added_flags or {})
         self.is_chief = is_chief()
         self.backup_dir = self.path("backup")
         self.history_path = self.path("history.csv")
@@ -105,7 +111,7 @@ class RunDirectory:
         if not gfile().exists(saved_path):
             write_json(saved_path, self.config)
             return
-        saved = read_json(saved_path)
+        saved = dict(self.added_flags, **read_json(saved_path))
         keys = (set(saved) | set(self.config)) - self.runtime_flags
         differences = ", ".join(
             f"--{k}: {saved.get(k)!r} there, {self.config.get(k)!r} now"

@@ -166,6 +166,8 @@ def build_model(
     pooling="mean",
     preset=None,
     name="glue_synthesizer",
+    backbone_class=None,
+    backbone_options=None,
     **synthesizer_kwargs,
 ):
     """Builds the classifier (or regressor) and an attention probe.
@@ -177,7 +179,10 @@ def build_model(
     Attach the preprocessor for raw strings (`export.export_saved_model`).
     With `preset` (a preset folder), the backbone and its weights are the
     preset's (its architecture, with this `dropout` and `pooling`); the
-    head is new.
+    head is new. `backbone_class` (default `SynthesizerBackbone`) and its
+    extra arguments `backbone_options` build another backbone from the same
+    arguments (`recipes.lra.linformer.LinformerBackbone`: only the
+    attention differs).
 
     Returns:
         `(model, probe)`: `model` maps `{"token_ids", "segment_ids",
@@ -202,7 +207,8 @@ def build_model(
         backbone = _new_backbone(vocab_size, num_segments, sequence_length,
                                  synthesizer, hidden_dim, num_layers,
                                  num_heads, intermediate_dim, dropout,
-                                 pooling, synthesizer_kwargs)
+                                 pooling, synthesizer_kwargs,
+                                 backbone_class, backbone_options)
     model = SynthesizerTextClassifier(backbone, num_classes=num_classes,
                                       dropout=dropout, name=name)
 
@@ -216,8 +222,9 @@ def build_model(
 
 def _new_backbone(vocab_size, num_segments, sequence_length, synthesizer,
                   hidden_dim, num_layers, num_heads, intermediate_dim,
-                  dropout, pooling, synthesizer_kwargs):
-    return SynthesizerBackbone(
+                  dropout, pooling, synthesizer_kwargs, backbone_class=None,
+                  backbone_options=None):
+    return (backbone_class or SynthesizerBackbone)(
         vocabulary_size=vocab_size,
         num_layers=num_layers,
         num_heads=num_heads,
@@ -229,6 +236,7 @@ def _new_backbone(vocab_size, num_segments, sequence_length, synthesizer,
         pooling=pooling,
         dropout=dropout,
         **synthesizer_kwargs,
+        **(backbone_options or {}),
     )
 
 

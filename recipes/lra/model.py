@@ -64,14 +64,30 @@ def accuracy(model, token_ids, labels, batch_size):
 
 
 def build_model(args, vocabulary_size, num_classes):
-    """`(model, probe)` as `recipes.glue.model.build_model` makes them."""
+    """`(model, probe)` as `recipes.glue.model.build_model` makes them.
+
+    With `args.attention == "linformer"` the backbone is
+    `recipes.lra.linformer.LinformerBackbone` (`projected_length =
+    args.linformer_k`) built from the same arguments: the same model but
+    for the attention layers.
+    """
+    backbone = {}
+    synthesizer = args.synthesizer
+    options = args.synthesizer_options
+    if getattr(args, "attention", "synthesizer") == "linformer":
+        from recipes.lra import linformer
+
+        backbone = {"backbone_class": linformer.LinformerBackbone,
+                    "backbone_options": {
+                        "projected_length": args.linformer_k}}
+        synthesizer, options = "vanilla", None  # not used by the attention
     return glue_model.build_model(
         vocab_size=vocabulary_size, num_classes=num_classes, num_segments=1,
-        sequence_length=args.max_length, synthesizer=args.synthesizer,
+        sequence_length=args.max_length, synthesizer=synthesizer,
         hidden_dim=args.hidden_dim, num_layers=args.num_layers,
         num_heads=args.num_heads, intermediate_dim=args.intermediate_dim,
         dropout=args.dropout, pooling=args.pooling,
-        synthesizer_options=args.synthesizer_options, name="lra_synthesizer")
+        synthesizer_options=options, name="lra_synthesizer", **backbone)
 
 
 def compile_model(model, args, total_steps, steps_per_execution):

@@ -11,12 +11,20 @@ Sources (`--dataset`):
   `--valid_file`), one example a line, `label<TAB>text` (UTF-8; `.gz`
   read transparently);
 - `imdb_reviews`: tensorflow_datasets' IMDB reviews, LRA's choice (its
-  `train` and `test` splits; needs the prepared set, a download).
+  `train` and `test` splits; needs the prepared set, a download);
+- `ag_news_subset`: tensorflow_datasets' AG News, 4 classes of news, the
+  text its `title`, a space and its `description` (`train` and `test`);
+- `yelp_polarity_reviews`: tensorflow_datasets' Yelp reviews, 2 classes
+  (`train` and `test`).
+
+The tensorflow_datasets sets are read by one function (`tfds_splits`)
+from the table `TFDS_SETS`: each set's text features (joined by a space),
+label feature and splits.
 
 The classes are the labels of the training split (sorted, numerically
 where every label is an integer); an evaluation label not among them is an
 error. Pure Python: no TensorFlow (tensorflow_datasets is imported for
-`imdb_reviews` only).
+its sets only).
 """
 
 import os
@@ -30,7 +38,16 @@ from recipes.lm import data as lm_data
 BUILTIN = "builtin"
 FILES = "files"
 IMDB = "imdb_reviews"
-DATASETS = (BUILTIN, FILES, IMDB)
+AG_NEWS = "ag_news_subset"
+YELP = "yelp_polarity_reviews"
+# tensorflow_datasets sets: (text features joined by a space, the label
+# feature, (training split, test split)).
+TFDS_SETS = {
+    IMDB: (("text",), "label", ("train", "test")),
+    AG_NEWS: (("title", "description"), "label", ("train", "test")),
+    YELP: (("text",), "label", ("train", "test")),
+}
+DATASETS = (BUILTIN, FILES) + tuple(TFDS_SETS)
 # Sentences per built-in review.
 BUILTIN_SENTENCES = (8, 40)
 BUILTIN_SIZES = {"train": 600, "test": 120}
@@ -85,30 +102,49 @@ def builtin_splits(seed=0):
 
 
 def tfds_splits(name=IMDB, data_dir=None, max_examples=None):
-    """`{"train": pairs, "test": pairs}` of a tensorflow_datasets set with
-    `text` and `label` features (`imdb_reviews`)."""
+    """`{"train": pairs, "test": pairs}` of a tensorflow_datasets set of
+    `TFDS_SETS` (`imdb_reviews`, `ag_news_subset`,
+    `yelp_polarity_reviews`): its text features joined by a space, its
+    integer label as a string; `max_examples` keeps the first training
+    examples only.
+
+    Raises:
+        ValueError: `name` is not in `TFDS_SETS`.
+        DataError: the set cannot be loaded (not prepared, no network), or
+            a split is empty.
+    """
+    if name not in TFDS_SETS:
+        raise ValueError(
+            f"Argument `name` must be one of {tuple(TFDS_SETS)}. "
+            f"Received: name={name!r}")
     import tensorflow_datasets as tfds
 
+    features, label_feature, split_names = TFDS_SETS[name]
     splits = {}
-    for split in ("train", "test"):
+    for split, tfds_split in zip(("train", "test"), split_names):
         try:
-            dataset = tfds.load(name, split=split, data_dir=data_dir)
+            dataset = tfds.load(name, split=tfds_split, data_dir=data_dir)
         except Exception as error:
             raise DataError(
                 f"Could not load tensorflow_datasets {name!r} split "
-                f"{split!r} ({type(error).__name__}: {error}). Prepare it "
-                "with network access (tfds build), or pass "
+                f"{tfds_split!r} ({type(error).__name__}: {error}). Prepare "
+                "it with network access (tfds build), or pass "
                 "--dataset=files with --train_file/--test_file, or run "
                 "--dataset=builtin.") from error
         if max_examples and split == "train":
             dataset = dataset.take(max_examples)
-        pairs = [(str(int(e["label"])), e["text"].decode("utf-8"))
+        pairs = [(str(int(e[label_feature])),
+                  " ".join(_text(e[f]) for f in features))
                  for e in tfds.as_numpy(dataset)]
         if not pairs:
-            raise DataError(f"tensorflow_datasets {name!r} split {split!r} "
-                            "is empty.")
+            raise DataError(f"tensorflow_datasets {name!r} split "
+                            f"{tfds_split!r} is empty.")
         splits[split] = pairs
     return splits
+
+
+def _text(value):
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
 
 
 def class_names(train_pairs):
@@ -143,5 +179,6 @@ def label_ids(pairs, classes, split):
     return [index[label] for label, _ in pairs]
 
 
-__all__ = ["BUILTIN", "DATASETS", "FILES", "IMDB", "builtin_splits",
+__all__ = ["AG_NEWS", "BUILTIN", "DATASETS", "FILES", "IMDB", "TFDS_SETS",
+           "YELP", "builtin_splits",
            "class_names", "label_ids", "read_labelled_file", "tfds_splits"]

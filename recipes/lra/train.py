@@ -17,6 +17,9 @@ Examples:
     # Any labelled text files (label<TAB>text, .gz read transparently):
     python -m recipes.lra --task=text --dataset=files \\
         --train_file=train.tsv.gz --test_file=test.tsv.gz
+
+    # The Linformer-style baseline (only the attention layer differs):
+    python -m recipes.lra --task=text --attention=linformer --linformer_k=256
 """
 
 import os
@@ -39,6 +42,8 @@ TASKS = ("listops", "text")
 # paper's longer setting).
 DEFAULT_MAX_LENGTH = {"listops": 2000, "text": 1000}
 POOLINGS = ("cls", "mean")
+ATTENTIONS = ("synthesizer", "linformer")
+DEFAULT_LINFORMER_K = 256
 
 
 def build_parser():
@@ -80,8 +85,11 @@ def build_parser():
     group.add_argument("--dataset", choices=text_lib.DATASETS,
                        default=text_lib.BUILTIN,
                        help="text: builtin (offline, small), files "
-                       "(--train_file, --test_file), or tensorflow_datasets "
-                       "imdb_reviews (LRA's; needs the prepared set).")
+                       "(--train_file, --test_file), or a tensorflow_datasets "
+                       "set (needs the prepared set, a download): "
+                       "imdb_reviews (LRA's), ag_news_subset (4 classes of "
+                       "news, title + description), yelp_polarity_reviews "
+                       "(2 classes).")
     for split, required in (("train", "required"), ("valid", "optional"),
                             ("test", "required")):
         group.add_argument(f"--{split}_file", default=None,
@@ -108,6 +116,19 @@ def build_parser():
                        help="Tokens per example, [CLS] included (padded; "
                        "longer examples cut and counted). Default: "
                        "listops 2000, text 1000 (LRA's).")
+    group.add_argument(
+        "--attention", choices=ATTENTIONS, default="synthesizer",
+        help="synthesizer: SynthesizerEncoder blocks of --synthesizer; "
+        "linformer: the Linformer-style baseline (Wang et al. 2020), the "
+        "same model but for the attention layers (recipes/lra/"
+        "linformer.py: keys and values projected along the length to k "
+        "rows, k set by --linformer_k), without preset or SavedModel "
+        "export.")
+    group.add_argument(
+        "--linformer_k", type=flags.positive_int, default=None,
+        help="Linformer's k (with --attention=linformer): the rows that "
+        "keys and values are projected to, at most --max_length. Default: "
+        f"{DEFAULT_LINFORMER_K}.")
     group.add_argument("--pooling", choices=POOLINGS, default="cls",
                        help="The classified vector: the [CLS] token "
                        "(LRA's pooling_mode CLS) or the mean of the "
@@ -139,6 +160,9 @@ def build_parser():
 # cache of the same generated set.
 RUNTIME_FLAGS = run_directory.RUNTIME_FLAGS | {
     "time_budget_minutes", "eval_batch_size", "cache_dir", "attention_plot"}
+# Flags added after runs may have started: a run directory saved without
+# them holds a Synthesizer run, and resumes.
+ADDED_FLAGS = {"attention": "synthesizer", "linformer_k": None}
 
 
 def listops_parameters(args):
@@ -161,6 +185,7 @@ def validate_args(args, check_options=True):
     if args.max_length < 8:
         raise ValueError("Argument `--max_length` must be at least 8. "
                          f"Received: --max_length={args.max_length}")
+    _check_attention(args)
     flags.check_hidden_dim(args.hidden_dim, args.num_heads)
     flags.check_ema_momentum(args.ema_momentum)
     if not 0.0 <= args.dropout < 1.0:
@@ -202,9 +227,46 @@ def validate_args(args, check_options=True):
                 f"{args.dataset}).")
         data = args.dataset
     if args.model_dir is None:
+        variant = (f"linformer_k{args.linformer_k}"
+                   if args.attention == "linformer"
+                   else args.synthesizer.replace("+", "_"))
         args.model_dir = os.path.join(
-            "runs", "lra", f"{args.task}-{data}-"
-            f"{args.synthesizer.replace('+', '_')}-{args.max_length}")
+            "runs", "lra", f"{args.task}-{data}-{variant}-{args.max_length}")
+
+
+def _check_attention(args):
+    """`--attention` against `--synthesizer*` and `--linformer_k`:
+    ValueError naming the flags; sets `args.linformer_k` to its default
+    for the baseline."""
+    if args.attention != "linformer":
+        if args.linformer_k is not None:
+            raise ValueError(
+                "Argument `--linformer_k` is for --attention=linformer. "
+                f"Received: --linformer_k={args.linformer_k} with "
+                f"--attention={args.attention}")
+        return
+    default = model_flags.canonical_synthesizer(
+        "synthesizer", build_parser().get_default("synthesizer"))
+    if args.synthesizer != default:
+        raise ValueError(
+            "Argument `--synthesizer` does not apply to "
+            "--attention=linformer (the baseline's attention is Linformer's,"
+            " --linformer_k). Received: --synthesizer="
+            f"{args.synthesizer} with --attention=linformer")
+    for name in ("synthesizer_options", "factorized_rank"):
+        if getattr(args, name, None) is not None:
+            raise ValueError(
+                f"Argument `--{name}` does not apply to "
+                "--attention=linformer. Received: "
+                f"--{name}={getattr(args, name)} with --attention=linformer")
+    if args.linformer_k is None:
+        args.linformer_k = DEFAULT_LINFORMER_K
+    if args.linformer_k > args.max_length:
+        raise ValueError(
+            "Argument `--linformer_k` must be at most --max_length="
+            f"{args.max_length} (keys and values are projected from "
+            f"--max_length positions to k rows). Received: --linformer_k="
+            f"{args.linformer_k}")
 
 
 def load_data(args, log=print):
@@ -240,7 +302,7 @@ def load_data(args, log=print):
             for split in ("train", "valid", "test")
             if getattr(args, f"{split}_file")}
     else:
-        pairs = text_lib.tfds_splits(text_lib.IMDB, args.tfds_data_dir,
+        pairs = text_lib.tfds_splits(args.dataset, args.tfds_data_dir,
                                      args.max_train_examples)
     classes = text_lib.class_names(pairs["train"])
     splits = {"valid": None}
@@ -256,7 +318,7 @@ def run(args, log=print):
     wall_start = time.time()
     (splits, classes, source), run_dir, strategy = experiment.open_run(
         args, validate_args, lambda _: load_data(args, log), RUNTIME_FLAGS,
-        log)
+        log, added_flags=ADDED_FLAGS)
 
     from recipes.lra import model as model_lib
     from recipes.lra import sequences
@@ -281,8 +343,14 @@ def run(args, log=print):
     if count < args.batch_size:
         raise ValueError(f"Argument `--batch_size`={args.batch_size} exceeds "
                          f"the {count} training examples.")
-    path, reason = model_lib.attention_path(args.synthesizer, args.dropout,
-                                            args.max_length)
+    linformer = args.attention == "linformer"
+    if linformer:
+        path, reason = "linformer", (
+            f"keys and values projected to k={args.linformer_k} rows: "
+            "B x H x T x k probabilities")
+    else:
+        path, reason = model_lib.attention_path(
+            args.synthesizer, args.dropout, args.max_length)
     log(f"Attention in training: {path.replace('_', '-')} path ({reason}).")
 
     initial_epoch = workers.chief_first(strategy, run_dir.resume)
@@ -304,8 +372,10 @@ def run(args, log=print):
         return model
 
     def describe(parameters):
+        block = (f"LinformerEncoder(k={args.linformer_k})" if linformer
+                 else f"SynthesizerEncoder({args.synthesizer!r})")
         return (f"Model: SynthesizerTextClassifier, {args.num_layers} x "
-                f"SynthesizerEncoder({args.synthesizer!r}), width "
+                f"{block}, width "
                 f"{args.hidden_dim}, {args.num_heads} heads, {args.pooling} "
                 f"pooling, max_length {args.max_length}: {parameters:,} "
                 f"trainable parameters; {steps_per_epoch} steps per epoch, "
@@ -326,7 +396,9 @@ def run(args, log=print):
                if run["steps_per_second"] else "") + ".")
         return {
             "task": args.task, "source": source,
-            "synthesizer": args.synthesizer, "metrics": metrics,
+            "attention": args.attention,
+            "synthesizer": None if linformer else args.synthesizer,
+            "linformer_k": args.linformer_k, "metrics": metrics,
             "classes": list(classes), "max_length": args.max_length,
             "attention_path": path, "attention_path_reason": reason,
             "steps_reached": run["optimizer_steps"],
@@ -336,6 +408,16 @@ def run(args, log=print):
 
     def export(model):  # on the chief
         outputs = {"attention_png": None}
+        if linformer:
+            skipped = (
+                "--attention=linformer: the baseline's classes live in "
+                "recipes (recipes/lra/linformer.py), so no preset or "
+                "SavedModel is written (they would need recipes to load); "
+                "no attention.png (its maps are T x k)")
+            log(f"Export skipped: {skipped}.")
+            outputs.update({"export": None, "export_usage": None,
+                            "preset": None, "export_skipped": skipped})
+            return outputs
         if args.attention_plot:
             outputs["attention_png"] = attention_picture(
                 run_dir.path("attention.png"), model, built["probe"],

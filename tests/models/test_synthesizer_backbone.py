@@ -141,3 +141,28 @@ def test_bad_arguments(name, value, match):
 def test_vocabulary_size_is_the_embedding_size():
     backbone = make_backbone()
     assert backbone.embeddings.token_embedding.input_dim == len(VOCAB)
+
+
+def test_a_subclass_makes_the_blocks_through_encoder_block():
+    """`_encoder_block` is where the blocks come from: a subclass gets its
+    own block class, built from the backbone's arguments."""
+    from keras_synth.layers import SynthesizerEncoder
+
+    class TaggedEncoder(SynthesizerEncoder):
+        pass
+
+    seen = []
+
+    class Tagged(SynthesizerBackbone):
+        def _encoder_block(self, **kwargs):
+            seen.append(kwargs["name"])
+            return TaggedEncoder(**kwargs)
+
+    backbone = Tagged(vocabulary_size=len(VOCAB), num_layers=2, num_heads=2,
+                      hidden_dim=8, intermediate_dim=16,
+                      synthesizer="random", max_sequence_length=6)
+    assert seen == ["encoder_0", "encoder_1"]
+    assert all(type(b) is TaggedEncoder for b in backbone.transformer_layers)
+    assert backbone.transformer_layers[0].synthesizer == "random"
+    outputs = backbone(backbone_inputs(batch=2, length=6, lengths=[6, 3]))
+    assert tuple(outputs["pooled_output"].shape) == (2, 8)

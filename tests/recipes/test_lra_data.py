@@ -274,3 +274,68 @@ def test_imdb_reviews_under_mock_data():
     assert len(few["train"]) == 2
     assert all(label in ("0", "1") for label, _ in splits["train"])
     assert all(isinstance(body, str) for _, body in splits["test"])
+
+
+@pytest.mark.parametrize("name,features,classes", [
+    ("ag_news_subset", ("title", "description"), {"0", "1", "2", "3"}),
+    ("yelp_polarity_reviews", ("text",), {"0", "1"}),
+])
+def test_news_and_reviews_under_mock_data(name, features, classes):
+    """The text is the set's text features joined by a space, the label its
+    integer label (mock_data draws the same examples again under the same
+    seed: the test reads them directly to compare)."""
+    tfds = pytest.importorskip("tensorflow_datasets")
+    assert text_lib.TFDS_SETS[name][0] == features
+    with tfds.testing.mock_data(num_examples=4):
+        splits = text_lib.tfds_splits(name)
+        raw = {split: list(tfds.as_numpy(tfds.load(name, split=split)))
+               for split in ("train", "test")}
+    for split in ("train", "test"):
+        expected = [(str(int(e["label"])),
+                     " ".join(e[f].decode("utf-8") for f in features))
+                    for e in raw[split]]
+        assert splits[split] == expected, split
+    assert {label for label, _ in splits["train"]} <= classes
+    info_classes = tfds.builder(name).info.features["label"].num_classes
+    assert info_classes == len(classes)
+
+
+def test_unknown_tfds_set_and_failed_load_are_named(monkeypatch):
+    tfds = pytest.importorskip("tensorflow_datasets")
+    with pytest.raises(ValueError, match="name='mnist'"):
+        text_lib.tfds_splits("mnist")
+
+    def offline(*args, **kwargs):
+        raise ConnectionError("no network")
+
+    monkeypatch.setattr(tfds, "load", offline)
+    with pytest.raises(DataError, match="'ag_news_subset' split 'train' "
+                       r"\(ConnectionError: no network\)"):
+        text_lib.tfds_splits("ag_news_subset")
+
+
+def test_documents_join_one_label_in_order_and_count_the_rest(tmp_path):
+    from recipes.lra import make_documents
+
+    rows = [("0", "aaaa"), ("1", "bb"), ("0", "cc"), ("1", "dddd"),
+            ("0", "e"), ("1", "f")]
+    docs, left = make_documents.documents(rows, min_bytes=6)
+    assert docs == [("0", "aaaa cc"), ("1", "bb dddd")]
+    assert left == {"0": ["e"], "1": ["f"]}
+    with pytest.raises(ValueError, match="min_bytes=0"):
+        make_documents.documents(rows, 0)
+    glue = tmp_path / "SST-2"
+    glue.mkdir()
+    for name, body in (("train.tsv", rows), ("dev.tsv", rows[:3])):
+        (glue / name).write_text("sentence\tlabel\n" + "".join(
+            f"{s}\t{label}\n" for label, s in body), encoding="utf-8")
+    out = tmp_path / "docs"
+    lines = []
+    summary = make_documents.make_documents(str(glue), str(out), 6,
+                                            log=lines.append)
+    assert text_lib.read_labelled_file(str(out / "train.tsv")) == docs
+    assert text_lib.read_labelled_file(str(out / "test.tsv")) == [
+        ("0", "aaaa cc")]
+    assert summary["splits"]["train"]["sentences_left_over"] == 2
+    assert summary["splits"]["test"]["sentences_left_over"] == 1
+    assert "2 sentences (2 bytes) left over" in lines[0]

@@ -230,6 +230,15 @@ def test_announced_attention_path_is_taken(monkeypatch, synthesizer,
     (["--task=listops", "--vocab_size=100"],
      "`--vocab_size` does not apply to recipes.lra"),
     (["--task=text", "--synthesizer=randm"], "Unknown variant 'randm'"),
+    (["--task=text", "--attention=linformer", "--synthesizer=vanilla"],
+     "`--synthesizer` does not apply to --attention=linformer"),
+    (["--task=text", "--attention=linformer", "--max_length=128",
+      "--linformer_k=256"], "`--linformer_k` must be at most "
+     "--max_length=128"),
+    (["--task=text", "--linformer_k=64"],
+     "`--linformer_k` is for --attention=linformer"),
+    (["--task=text", "--attention=linformer", "--factorized_rank=4"],
+     "`--factorized_rank` does not apply to --attention=linformer"),
 ])
 def test_bad_flags_exit_2_with_one_line(capsys, argv, message):
     from recipes.lra import train

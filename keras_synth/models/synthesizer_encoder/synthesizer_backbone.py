@@ -134,7 +134,7 @@ class SynthesizerBackbone(LayoutMapMixin, LoraTargetsMixin,
             dropout, dtype=dtype, name="embedding_dropout"
         )
         self.transformer_layers = [
-            SynthesizerEncoder(
+            self._encoder_block(
                 intermediate_dim=intermediate_dim,
                 num_heads=num_heads,
                 dropout=dropout,
@@ -200,6 +200,18 @@ class SynthesizerBackbone(LayoutMapMixin, LoraTargetsMixin,
             layer_norm_epsilon=layer_norm_epsilon,
             synthesizer_options=synthesizer_options,
         )
+
+    def _encoder_block(self, **kwargs):
+        """One encoder block of the stack: `SynthesizerEncoder(**kwargs)`.
+
+        The one place the blocks are made (in `__init__`, before the
+        functional model exists), so that a subclass may return a
+        `SynthesizerEncoder` subclass built from the same arguments, e.g.
+        with another attention layer (`SynthesizerEncoder._attention`).
+        Such a subclass saves with its own class: this package's presets
+        and loaders know `SynthesizerBackbone` only.
+        """
+        return SynthesizerEncoder(**kwargs)
 
     def _embed(self, token_ids, segment_ids, training=None):
         x = self.embeddings(token_ids)

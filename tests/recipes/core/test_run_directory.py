@@ -30,6 +30,27 @@ def test_run_directory_saves_and_checks_its_configuration(tmp_path):
     assert "strategy" not in message
 
 
+def test_a_flag_added_later_reads_as_its_old_behaviour(tmp_path):
+    """A configuration saved before a flag existed resumes with the flag at
+    the value that keeps the old behaviour, and only with it."""
+    config = {"task": "text", "synthesizer": "random", "epochs": 3}
+    run_directory.RunDirectory(str(tmp_path), config)
+    added = {"attention": "synthesizer", "linformer_k": None}
+    run_directory.RunDirectory(
+        str(tmp_path), dict(config, attention="synthesizer",
+                            linformer_k=None), added_flags=added)
+    assert json.loads((tmp_path / "args.json").read_text()) == config
+    with pytest.raises(ValueError, match="--attention: 'synthesizer' "
+                       "there, 'linformer' now"):
+        run_directory.RunDirectory(
+            str(tmp_path), dict(config, attention="linformer",
+                                linformer_k=None), added_flags=added)
+    with pytest.raises(ValueError, match="--attention: None there"):
+        run_directory.RunDirectory(
+            str(tmp_path), dict(config, attention="synthesizer",
+                                linformer_k=None))
+
+
 def test_run_directory_state(tmp_path):
     run_dir = run_directory.RunDirectory(str(tmp_path), {"a": 1})
     os.makedirs(run_dir.backup_dir)
