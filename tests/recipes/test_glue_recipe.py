@@ -225,6 +225,11 @@ def test_superglue_end_to_end_from_jsonl(tmp_path):
     assert len(lines) == 1 and json.loads(lines[0])["idx"] == 0
     assert json.loads(lines[0])["label"] in task.labels
     assert os.path.isdir(os.path.join(run_dir, "preset"))
+    # Exported as the GLUE tasks are: a pair task's SavedModel.
+    assert saved["export"] == os.path.join(run_dir, "export")
+    usage = json.dumps(saved["export_usage"])
+    assert "sentence1" in usage and "sentence2" in usage
+    assert "entailment, contradiction, neutral" in usage
 
 
 def _reload_and_compare(run_dir, task, argv_model, texts):
