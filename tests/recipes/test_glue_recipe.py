@@ -362,6 +362,10 @@ def test_sentence_pairs_from_glue_tsv(tmp_path):
     (["--task=builtin", "--synthesizer=randum"],
      r"--synthesizer.*Unknown variant 'randum'"),
     (["--task=sst2", "--data_dir={tmp}"], r"no files of task 'sst2'"),
+    (["--task=multirc"], r"SuperGLUE's 'multirc' \(argument `--task`\) is "
+     r"not supported"),
+    (["--task=superglue_rte", "--data_dir={tmp}"],
+     r"no files of task 'superglue_rte'.*RTE.train\.jsonl"),
     (["--task=builtin", "--epochs=0"], r"--epochs.*must be positive"),
     (["--task=builtin", "--token_dropout=1"],
      r"--token_dropout.*\[0, 1\).*--token_dropout=1\.0"),
