@@ -151,12 +151,13 @@ def export_run(run_dir, model, probe, preprocessor, task, evals,
         The entries of `results.json` that name them.
     """
     from recipes.glue import model as model_lib
-    from recipes.glue import tsv
+    from recipes.glue import jsonl, tsv
 
     submissions = {}
     for split, (data, predictions) in test_predictions.items():
         path = run_dir.path("submission", task.test_splits[split][2])
-        tsv.write_submission(path, task, data.ids, predictions)
+        (jsonl if task.is_superglue else tsv).write_submission(
+            path, task, data.ids, predictions)
         submissions[split] = path
 
     example = evals[next(iter(evals))]

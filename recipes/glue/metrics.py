@@ -1,4 +1,4 @@
-"""GLUE's official metrics, from scikit-learn and SciPy."""
+"""GLUE's and SuperGLUE's official metrics, from scikit-learn and SciPy."""
 
 import numpy as np
 
@@ -47,12 +47,35 @@ def spearman(labels, predictions):
     return _correlation(spearmanr, labels, predictions)
 
 
+def macro_f1(labels, predictions, num_classes=None):
+    """F1 averaged over the classes, unweighted (SuperGLUE's CB): each of
+    `range(num_classes)` counts, a class never labelled nor predicted with
+    F1 0 (default: the classes seen in labels or predictions)."""
+    from sklearn.metrics import f1_score
+
+    classes = (list(range(num_classes)) if num_classes
+               else sorted(set(labels) | set(predictions)))
+    return float(f1_score(labels, predictions, labels=classes,
+                          average="macro", zero_division=0.0))
+
+
+def acc_and_f1(labels, predictions, num_classes=None):
+    """SuperGLUE's CB score: the mean of accuracy and `macro_f1`."""
+    return (accuracy(labels, predictions)
+            + macro_f1(labels, predictions, num_classes)) / 2
+
+
+# Metrics that take the task's number of classes.
+_PER_CLASS = ("macro_f1", "acc_and_f1")
+
 METRICS = {
     "accuracy": accuracy,
     "f1": f1,
     "matthews_corr": matthews_corr,
     "pearson": pearson,
     "spearman": spearman,
+    "macro_f1": macro_f1,
+    "acc_and_f1": acc_and_f1,
 }
 
 
@@ -69,4 +92,7 @@ def compute_metrics(task, labels, predictions):
             f"Got {len(labels)} labels and {len(predictions)} predictions; "
             "expected as many predictions as labels."
         )
-    return {name: METRICS[name](labels, predictions) for name in task.metrics}
+    return {name: METRICS[name](labels, predictions,
+                                **({"num_classes": task.num_classes}
+                                   if name in _PER_CLASS else {}))
+            for name in task.metrics}

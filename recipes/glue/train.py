@@ -1,4 +1,5 @@
-"""`python -m recipes.glue`: train and evaluate a Synthesizer encoder on GLUE.
+"""`python -m recipes.glue`: train and evaluate a Synthesizer encoder on GLUE
+(and SuperGLUE's classification tasks).
 
 Examples:
 
@@ -8,6 +9,9 @@ Examples:
     # GLUE's TSV files, two GPUs:
     python -m recipes.glue --task=sst2 --data_dir=glue_data \
         --synthesizer=dense --strategy=mirrored --mixed_precision=bfloat16
+
+    # SuperGLUE's released JSONL files (BoolQ/train.jsonl, val.jsonl, ...):
+    python -m recipes.glue --task=boolq --data_dir=superglue_data
 
     # Fine-tune a pretrained backbone (recipes.pretrain's preset):
     python -m recipes.glue --task=sst2 --data_dir=glue_data \
@@ -48,13 +52,18 @@ def build_parser():
     group = parser.add_argument_group("task and data")
     group.add_argument(
         "--task", required=True,
-        help="One of " + ", ".join(tasks_lib.TASKS) + " ('builtin' is a "
-        "tiny sentiment task shipped with the package, for offline runs).")
+        help="GLUE: " + ", ".join(tasks_lib.GLUE_TASKS) + "; SuperGLUE: "
+        + ", ".join(tasks_lib.SUPERGLUE_TASKS) + " (SuperGLUE's RTE is "
+        "superglue_rte); 'builtin' is a tiny sentiment task shipped with the "
+        "package, for offline runs.")
     group.add_argument(
         "--data_dir", default=None,
         help="GLUE's TSV files (the GLUE root holding SST-2/, MNLI/, ... or "
-        "the task's folder; local or gs://...). Without it: tensorflow_datasets glue/<task> "
-        "(needs a download).")
+        "the task's folder; local or gs://...), or for a SuperGLUE task its "
+        "JSONL files (the root holding BoolQ/, CB/, ... or the task's "
+        "folder: train.jsonl, val.jsonl, test.jsonl). Without it: "
+        "tensorflow_datasets glue/<task> or super_glue/<task> (needs a "
+        "download).")
     group.add_argument("--tfds_data_dir", default=None,
                        help="data_dir of tensorflow_datasets (default: "
                        "its own, ~/tensorflow_datasets).")

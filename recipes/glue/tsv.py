@@ -170,11 +170,18 @@ def find_task_dir(data_dir, task):
     expected = [join(candidates[0], "train.tsv")] + [
         join(candidates[0], f) for f, *_ in task.eval_splits.values()
     ]
+    hint = ""
+    if any(storage.isfile(join(folder, "train.jsonl"))
+           for folder in candidates):
+        hint = (" These are SuperGLUE's JSONL files: SuperGLUE's RTE is "
+                "--task=superglue_rte." if task.name == "rte" else
+                " Found SuperGLUE's JSONL files instead.")
     raise DataError(
         f"--data_dir={data_dir} has no files of task {task.name!r}. "
         f"Expected GLUE's {task.glue_dir} layout: {', '.join(expected)} "
         f"(or {join(data_dir, 'train.tsv')} when --data_dir is the "
         f"task folder). Found: {sorted(storage.gfile().listdir(data_dir))[:10]}"
+        + hint
     )
 
 

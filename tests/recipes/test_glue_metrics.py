@@ -77,3 +77,40 @@ def test_compute_metrics_per_task():
     assert values["matthews_corr"] == pytest.approx(2 / math.sqrt(12))
     with pytest.raises(ValueError, match="2 labels and 1 predictions"):
         metrics.compute_metrics(tasks.get_task("sst2"), [0, 1], [0])
+
+
+def test_macro_f1_and_cb_score():
+    # Per class (0, 1, 2): precision 1/3, 1, 0 and recall 1, 1/2, 0, so
+    # F1 1/2, 2/3, 0 (class 2 is labelled but never predicted): 7/18.
+    labels, predictions = [0, 1, 1, 2], [0, 1, 0, 0]
+    assert metrics.macro_f1(labels, predictions, 3) == pytest.approx(7 / 18)
+    # A class neither labelled nor predicted still counts (F1 0), as in
+    # SuperGLUE's 3-class average; without `num_classes`, the seen ones.
+    assert metrics.macro_f1([0, 1], [0, 1], 3) == pytest.approx(2 / 3)
+    assert metrics.macro_f1([0, 1], [0, 1]) == 1.0
+    assert metrics.acc_and_f1(labels, predictions, 3) == pytest.approx(
+        (0.5 + 7 / 18) / 2)
+    values = metrics.compute_metrics(tasks.get_task("cb"), labels,
+                                     predictions)
+    assert list(values) == ["acc_and_f1", "accuracy", "macro_f1"]
+    assert values == {"acc_and_f1": pytest.approx((0.5 + 7 / 18) / 2),
+                      "accuracy": 0.5, "macro_f1": pytest.approx(7 / 18)}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_macro_f1_is_scikit_learns(seed):
+    import numpy as np
+    from sklearn.metrics import f1_score
+
+    rng = np.random.default_rng(seed)
+    labels, predictions = rng.integers(0, 3, 40), rng.integers(0, 3, 40)
+    assert metrics.macro_f1(list(labels), list(predictions), 3) == (
+        pytest.approx(f1_score(labels, predictions, average="macro")))
+
+
+@pytest.mark.parametrize("name", ["boolq", "copa", "superglue_rte", "wic",
+                                  "wsc"])
+def test_superglue_accuracy_tasks(name):
+    values = metrics.compute_metrics(tasks.get_task(name), [1, 0, 1, 1],
+                                     [1, 0, 0, 1])
+    assert values == {"accuracy": 0.75}

@@ -169,6 +169,69 @@ def test_tfds_loading_with_mock_data(task_name):
     assert all(s.labels is None for s in tests.values())
 
 
+@pytest.mark.parametrize("task_name", tasks.SUPERGLUE_TASKS)
+def test_superglue_tfds_loading_with_mock_data(task_name):
+    # Mock data: random words; max_value=1 keeps WSC's span indices (and
+    # COPA's, WiC's integers) at 0, inside the text.
+    import tensorflow_datasets as tfds
+
+    task = tasks.get_task(task_name)
+    with tfds.testing.mock_data(num_examples=3, max_value=1):
+        train, evals, tests = loading.load_task_data(task)
+        raw = list(tfds.as_numpy(tfds.load(task.tfds_name, split="train")))
+    assert len(train) == 3
+    assert set(evals) == {"dev"} and set(tests) == {"test"}
+    fields = [{f: loading._python(example[f]) for f in task.tfds_text}
+              for example in raw]
+    assert train.texts == [task.segments(f) for f in fields]
+    assert all(len(t) == task.num_segments and isinstance(t[0], str)
+               for t in train.texts)
+    assert train.labels == [int(example["label"]) for example in raw]
+    assert all(0 <= v < task.num_classes for v in train.labels)
+    assert train.ids == [int(example["idx"]) for example in raw]
+    assert tests["test"].labels is None
+    if task_name == "wsc":
+        assert all("[ " in t[0] and "* " in t[0] for t in train.texts)
+
+
+def test_superglue_end_to_end_from_jsonl(tmp_path):
+    # CB (3 classes, the averaged metric) from SuperGLUE's JSONL files.
+    from tests.recipes.superglue_files import write_superglue_task
+
+    write_superglue_task(tmp_path / "superglue", "cb")
+    run_dir = str(tmp_path / "run")
+    logged = []
+    args = train_lib.build_parser().parse_args(
+        ["--task=super_glue/cb", "--synthesizer=random+vanilla",
+         f"--data_dir={tmp_path / 'superglue'}", f"--model_dir={run_dir}",
+         "--epochs=1", "--batch_size=2", "--max_length=24",
+         "--hidden_dim=16", "--num_heads=2", "--num_layers=1",
+         "--vocab_size=200", "--verbose=0"])
+    results = train_lib.run(args, log=logged.append)
+    task = tasks.get_task("cb")
+    saved = storage.read_json(os.path.join(run_dir, "results.json"))
+    assert saved["task"] == "cb" and saved["main_metric"] == "acc_and_f1"
+    dev = saved["metrics"]["dev"]
+    assert list(dev) == ["acc_and_f1", "accuracy", "macro_f1"]
+    assert dev["acc_and_f1"] == pytest.approx(
+        (dev["accuracy"] + dev["macro_f1"]) / 2)
+    assert "dev_acc_and_f1" in results["history"][0]
+    assert any(line.startswith("Evaluation: dev acc_and_f1=")
+               for line in logged if isinstance(line, str)), logged
+    submission = os.path.join(run_dir, "submission", "CB.jsonl")
+    assert saved["submissions"] == {"test": submission}
+    lines = open(submission, encoding="utf-8").read().splitlines()
+    import json
+    assert len(lines) == 1 and json.loads(lines[0])["idx"] == 0
+    assert json.loads(lines[0])["label"] in task.labels
+    assert os.path.isdir(os.path.join(run_dir, "preset"))
+    # Exported as the GLUE tasks are: a pair task's SavedModel.
+    assert saved["export"] == os.path.join(run_dir, "export")
+    usage = json.dumps(saved["export_usage"])
+    assert "sentence1" in usage and "sentence2" in usage
+    assert "entailment, contradiction, neutral" in usage
+
+
 def _reload_and_compare(run_dir, task, argv_model, texts):
     """The SavedModel (raw strings in) agrees with the Keras model."""
     vocab = vocabulary.load_vocabulary(os.path.join(run_dir, "vocab.txt"))
@@ -299,6 +362,10 @@ def test_sentence_pairs_from_glue_tsv(tmp_path):
     (["--task=builtin", "--synthesizer=randum"],
      r"--synthesizer.*Unknown variant 'randum'"),
     (["--task=sst2", "--data_dir={tmp}"], r"no files of task 'sst2'"),
+    (["--task=multirc"], r"SuperGLUE's 'multirc' \(argument `--task`\) is "
+     r"not supported"),
+    (["--task=superglue_rte", "--data_dir={tmp}"],
+     r"no files of task 'superglue_rte'.*RTE.train\.jsonl"),
     (["--task=builtin", "--epochs=0"], r"--epochs.*must be positive"),
     (["--task=builtin", "--token_dropout=1"],
      r"--token_dropout.*\[0, 1\).*--token_dropout=1\.0"),
