@@ -292,9 +292,10 @@ def task_input_signature(model, format, **fixed_shapes):
     backend = keras.backend.backend()
     if fixed_shapes:
         return [input_specs(model, **fixed_shapes)]
-    if backend == "tensorflow":
+    if backend == "tensorflow" and format != "litert":
         return [open_input_specs(model)]
-    if backend == "jax" and format == "tf_saved_model":
+    if format == "litert" and backend == "tensorflow" or (
+            format == "tf_saved_model" and backend == "jax"):
         return [input_specs(model, batch_size=None)]
     return [input_specs(model)]
 
@@ -316,9 +317,13 @@ class TaskExportMixin:
     failed try costs a trace, may leave a partial file, and would make the
     artifact's shapes depend on whether a converter happened to fail):
 
-    - TensorFlow: Keras's path with the signature Keras computes for a
-      called model (batch and length open), for every format; ONNX
-      works without a prior call.
+    - TensorFlow, `"tf_saved_model"` and `"onnx"`: Keras's path with the
+      signature Keras computes for a called model (batch and length
+      open); ONNX works without a prior call.
+    - TensorFlow, `"litert"`: the batch open, the length fixed at
+      `max_sequence_length` (an open length leaves the random
+      synthesizers' slice of their attention matrix as a TensorFlow
+      (Flex) op that the LiteRT interpreter refuses to run).
     - JAX and PyTorch: `export_model`'s fixed-shape path (batch 1,
       length `max_sequence_length`; a SavedModel on JAX keeps the batch
       open).
@@ -351,8 +356,8 @@ class TaskExportMixin:
             verbose: as in `keras.Model.export`.
             input_signature: as in `keras.Model.export`; given, it is used
                 on every backend. Defaults to the routing of the class
-                docstring: the open signature on TensorFlow, fixed shapes
-                on JAX and PyTorch.
+                docstring: the open signature on TensorFlow (the length
+                fixed for LiteRT), fixed shapes on JAX and PyTorch.
             **kwargs: `batch_size`, `sequence_length` and `num_predictions`
                 fix the default signature's shapes on any backend (see
                 `input_specs`); the rest go to Keras's converter.
