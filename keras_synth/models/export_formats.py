@@ -135,8 +135,12 @@ def converter_problem(format):
     converter = CONVERTERS.get((format, backend))
     if converter is None:
         supported = sorted(b for f, b in CONVERTERS if f == format)
-        return ExportError, (f"Keras's {format} export supports the "
-                             f"{' and '.join(supported)} backends only.")
+        return ExportError, (
+            f"Keras's {format} export supports the "
+            f"{' and '.join(supported)} backends only: export from a "
+            f"{' or '.join(supported)} session instead (KERAS_BACKEND="
+            f"{supported[0]}; the task's `.keras` file or preset loads "
+            "there with the same weights).")
     if importlib.util.find_spec(converter) is None:
         extra = ("" if converter in ("litert_torch", "torch_xla")
                  else " (or `pip install \"keras-synth[export]\"`)")
@@ -204,7 +208,6 @@ def export_model(model, path, format, input_signature=None, batch_size=1,
             converter failed; the message names the task, the variant,
             the format, the backend and the cause.
     """
-    backend = keras.backend.backend()
     if format not in FORMATS:
         raise ValueError(
             f"Argument `format` must be one of {FORMATS}; got {format!r}.")
@@ -213,14 +216,27 @@ def export_model(model, path, format, input_signature=None, batch_size=1,
         raise ValueError(
             f"Argument `path` must end with {SUFFIXES[format]!r} for "
             f"format={format!r}; got {path!r}.")
+    if input_signature is None:
+        input_signature = [input_specs(model, batch_size, sequence_length,
+                                       num_predictions)]
+    return run_export(model, path, format, input_signature, verbose, **kwargs)
+
+
+def run_export(model, path, format, input_signature, verbose=False,
+               **kwargs):
+    """Keras's own `Model.export` of `model` (never an `export` override:
+    `keras.Model.export(model, ...)`) to one of `FORMATS` with
+    `input_signature`, as `export_model` runs it: the converter checked
+    first, under `torch.no_grad()` on PyTorch, a converter's failure as
+    one-line `ExportError`, an ONNX file with ops no ONNX schema defines
+    refused and removed. Returns `path`."""
+    backend = keras.backend.backend()
+    path = str(path)
     what = description(model, format)
     problem = converter_problem(format)
     if problem is not None:
         error_type, cause = problem
         raise error_type(f"{what}: {cause}")
-    if input_signature is None:
-        input_signature = [input_specs(model, batch_size, sequence_length,
-                                       num_predictions)]
     try:
         with warnings.catch_warnings():
             # The converters' own deprecation notices (tf2onnx's np.object,
@@ -235,11 +251,13 @@ def export_model(model, path, format, input_signature=None, batch_size=1,
                 import torch
 
                 with torch.no_grad():
-                    model.export(path, format=format, verbose=verbose,
-                                 input_signature=input_signature, **kwargs)
+                    keras.Model.export(
+                        model, path, format=format, verbose=verbose,
+                        input_signature=input_signature, **kwargs)
             else:
-                model.export(path, format=format, verbose=verbose,
-                             input_signature=input_signature, **kwargs)
+                keras.Model.export(
+                    model, path, format=format, verbose=verbose,
+                    input_signature=input_signature, **kwargs)
     except Exception as error:  # a converter's failure, summarized
         raise ExportError(f"{what}: {summarize(error)}", error) from None
     if format == "onnx":
@@ -251,6 +269,138 @@ def export_model(model, path, format, input_signature=None, batch_size=1,
                 f"{', '.join(unknown)} with no ONNX equivalent (ONNX "
                 "Runtime refuses the file); removed it.")
     return path
+
+
+# The fixed-shape arguments of `export_model` that a task's `export`
+# also takes.
+FIXED_SHAPE_ARGUMENTS = ("batch_size", "sequence_length", "num_predictions")
+
+
+def open_input_specs(model):
+    """The `keras.InputSpec`s Keras's `Model.export` computes for a task's
+    inputs: its `keras.Input`s, batch and length open (`None`)."""
+    return {
+        name: keras.InputSpec(shape=(None,) + tuple(tensor.shape[1:]),
+                              dtype=tensor.dtype, name=name)
+        for name, tensor in model.input.items()
+    }
+
+
+def task_input_signature(model, format, **fixed_shapes):
+    """The input signature `TaskExportMixin.export` gives `format` on this
+    backend when the caller gives none (see its docstring)."""
+    backend = keras.backend.backend()
+    if fixed_shapes:
+        return [input_specs(model, **fixed_shapes)]
+    if backend == "tensorflow" and format != "litert":
+        return [open_input_specs(model)]
+    if format == "litert" and backend == "tensorflow" or (
+            format == "tf_saved_model" and backend == "jax"):
+        return [input_specs(model, batch_size=None)]
+    return [input_specs(model)]
+
+
+class TaskExportMixin:
+    """`export(filepath, format=...)` of a keras-synth task: the call a
+    keras-hub user makes, on every backend.
+
+    Keras's `Model.export` cannot trace these tasks everywhere from the
+    signature it computes itself (the open `(None, None)` shapes of the
+    task's `keras.Input`s): on JAX, ONNX fails with Keras's "The model
+    provided has never called" (even after `predict`) and a SavedModel
+    with jax2tf's "Symbolic dimension comparison ... is inconclusive" (the
+    length must be at most `max_sequence_length`); on PyTorch ONNX fails
+    the same way and, called once, traces the sequence at length 1 without
+    `torch.no_grad()`; on TensorFlow ONNX fails until the model has been
+    called. So the export routes deterministically by backend, not by
+    trying Keras's own call first and falling back after a failure (a
+    failed try costs a trace, may leave a partial file, and would make the
+    artifact's shapes depend on whether a converter happened to fail):
+
+    - TensorFlow, `"tf_saved_model"` and `"onnx"`: Keras's path with the
+      signature Keras computes for a called model (batch and length
+      open); ONNX works without a prior call.
+    - TensorFlow, `"litert"`: the batch open, the length fixed at
+      `max_sequence_length` (an open length leaves the random
+      synthesizers' slice of their attention matrix as a TensorFlow
+      (Flex) op that the LiteRT interpreter refuses to run).
+    - JAX and PyTorch: `export_model`'s fixed-shape path (batch 1,
+      length `max_sequence_length`; a SavedModel on JAX keeps the batch
+      open).
+
+    Every route runs Keras's `Model.export` (`run_export`): token ids in,
+    the task without its preprocessor, the same outputs as `predict`.
+    Formats other than `"onnx"`, `"litert"` and `"tf_saved_model"`
+    (`"openvino"`, `"torch"`) go to Keras unchanged. Put the mixin before
+    the `keras_hub.models.Task` subclass among a task's bases.
+    """
+
+    def export(self, filepath, format="tf_saved_model", verbose=None,
+               input_signature=None, **kwargs):
+        """Exports the task (token ids in, without its preprocessor) for
+        inference, as `keras.Model.export` does, on every backend.
+
+        Example:
+
+        ```python
+        classifier.export("classifier.onnx", format="onnx")  # any backend
+        session = onnxruntime.InferenceSession("classifier.onnx")
+        ```
+
+        Args:
+            filepath: the artifact: a folder for `"tf_saved_model"`, a file
+                for `"onnx"`, a `.tflite` file for `"litert"`.
+            format: `"tf_saved_model"` (default), `"onnx"` or `"litert"`
+                (Keras 3.15's name for TFLite); `"openvino"` and `"torch"`
+                are Keras's own, unchanged.
+            verbose: as in `keras.Model.export`.
+            input_signature: as in `keras.Model.export`; given, it is used
+                on every backend. Defaults to the routing of the class
+                docstring: the open signature on TensorFlow (the length
+                fixed for LiteRT), fixed shapes on JAX and PyTorch.
+            **kwargs: `batch_size`, `sequence_length` and `num_predictions`
+                fix the default signature's shapes on any backend (see
+                `input_specs`); the rest go to Keras's converter.
+
+        Raises:
+            ValueError: a `.tflite` path missing for `"litert"`, or an
+                `input_signature` together with fixed shapes.
+            ImportError: the converter's package is not installed (the
+                message names it).
+            ExportError: neither path exports this task to `format` on
+                this backend (LiteRT on JAX, the cells of
+                docs/export.md); the message names the task, the
+                synthesizer, the format, the backend and what to do.
+        """
+        if format not in FORMATS:
+            return super().export(filepath, format=format, verbose=verbose,
+                                  input_signature=input_signature, **kwargs)
+        fixed = {name: kwargs.pop(name) for name in FIXED_SHAPE_ARGUMENTS
+                 if name in kwargs}
+        filepath = str(filepath)
+        if SUFFIXES[format] == ".tflite" and not filepath.endswith(".tflite"):
+            raise ValueError(
+                "The LiteRT export requires the filepath to end with "
+                f"'.tflite'. Got: {filepath}")
+        if input_signature is None:
+            input_signature = task_input_signature(self, format, **fixed)
+        elif fixed:
+            raise ValueError(
+                f"Pass either `input_signature` or {', '.join(fixed)}; got "
+                "both.")
+        problem = converter_problem(format)
+        if problem is not None:  # (LiteRT on JAX: what to do is in it)
+            error_type, cause = problem
+            raise error_type(f"{description(self, format)}: {cause}")
+        try:
+            run_export(self, filepath, format, input_signature, verbose,
+                       **kwargs)
+        except ExportError as error:  # the converter failed
+            raise ExportError(
+                f"{error} The converter cannot export this task from the "
+                f"{keras.backend.backend()} backend: export it from "
+                "another backend (docs/export.md's support matrix lists "
+                "what each one exports).", error.original) from None
 
 
 def unconverted_onnx_ops(path):

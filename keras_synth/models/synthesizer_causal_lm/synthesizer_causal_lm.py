@@ -6,6 +6,7 @@ from keras import ops
 from keras_synth.models.preset_utils import PresetTaskMixin
 from keras_synth.models.shuffled_fit import ShuffledFitMixin
 from keras_synth.models.quantization import QuantizeMixin
+from keras_synth.models.export_formats import TaskExportMixin
 from keras_synth._hub import keras_hub
 from keras_synth.models import generation_utils as utils
 from keras_synth.models.synthesizer_causal_lm.synthesizer_causal_lm_backbone import (
@@ -18,7 +19,7 @@ from keras_synth.models.synthesizer_causal_lm.synthesizer_causal_lm_preprocessor
 
 @keras.saving.register_keras_serializable(package="keras_synth")
 class SynthesizerCausalLM(
-    PresetTaskMixin, QuantizeMixin, ShuffledFitMixin,
+    PresetTaskMixin, QuantizeMixin, ShuffledFitMixin, TaskExportMixin,
     utils.SamplerCompileMixin,
     keras_hub.models.CausalLM,
 ):

@@ -6,6 +6,7 @@ from keras_synth._hub import keras_hub
 from keras_synth.models.preset_utils import PresetTaskMixin
 from keras_synth.models.shuffled_fit import ShuffledFitMixin
 from keras_synth.models.quantization import QuantizeMixin
+from keras_synth.models.export_formats import TaskExportMixin
 from keras_synth.models.synthesizer_encoder.synthesizer_backbone import SynthesizerBackbone
 from keras_synth.models.synthesizer_encoder.synthesizer_masked_lm_preprocessor import (  # noqa: E501
     SynthesizerMaskedLMPreprocessor,
@@ -17,7 +18,7 @@ from keras_synth.models.synthesizer_encoder.synthesizer_text_classifier import (
 
 @keras.saving.register_keras_serializable(package="keras_synth")
 class SynthesizerMaskedLM(
-    PresetTaskMixin, QuantizeMixin, ShuffledFitMixin,
+    PresetTaskMixin, QuantizeMixin, ShuffledFitMixin, TaskExportMixin,
     keras_hub.models.MaskedLM
 ):
     """Masked language modeling (BERT's pretraining) with a `SynthesizerBackbone`.

@@ -8,6 +8,7 @@ from keras_synth.models.synthesizer_encoder.synthesizer_backbone import Synthesi
 from keras_synth.models.preset_utils import PresetTaskMixin
 from keras_synth.models.shuffled_fit import ShuffledFitMixin
 from keras_synth.models.quantization import QuantizeMixin
+from keras_synth.models.export_formats import TaskExportMixin
 from keras_synth.models.truncation import tracing_for_export
 from keras_synth.models.synthesizer_encoder.synthesizer_text_classifier_preprocessor import (
     SynthesizerTextClassifierPreprocessor,
@@ -16,7 +17,7 @@ from keras_synth.models.synthesizer_encoder.synthesizer_text_classifier_preproce
 
 @keras.saving.register_keras_serializable(package="keras_synth")
 class SynthesizerTextClassifier(
-    PresetTaskMixin, QuantizeMixin, ShuffledFitMixin,
+    PresetTaskMixin, QuantizeMixin, ShuffledFitMixin, TaskExportMixin,
     keras_hub.models.TextClassifier
 ):
     """Text classification (or regression) with a `SynthesizerBackbone`.
