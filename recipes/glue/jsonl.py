@@ -13,6 +13,7 @@ import json
 from recipes.core import storage
 from recipes.core.data_files import DataError
 from recipes.core.storage import join
+from recipes.glue import tsv
 from recipes.glue.tsv import Split
 
 
@@ -138,22 +139,8 @@ def read_task_dir(folder, task, with_test=True):
     Returns:
         `(train, evals, tests)` as `tsv.read_task_dir`.
     """
-    train = read_jsonl(join(folder, "train.jsonl"), task)
-    evals = {}
-    for split, (filename, *_) in task.eval_splits.items():
-        path = join(folder, filename)
-        if not storage.isfile(path):
-            raise DataError(
-                f"Task {task.name!r}: evaluation file {path} not found. "
-                f"Expected {filename} next to {join(folder, 'train.jsonl')}.")
-        evals[split] = read_jsonl(path, task)
-    tests = {}
-    if with_test:
-        for split, (filename, *_) in task.test_splits.items():
-            path = join(folder, filename)
-            if storage.isfile(path):
-                tests[split] = read_jsonl(path, task, labeled=False)
-    return train, evals, tests
+    return tsv.read_task_dir(folder, task, with_test, read=read_jsonl,
+                             train_file="train.jsonl")
 
 
 def write_submission(path, task, ids, predictions):

@@ -185,15 +185,20 @@ def find_task_dir(data_dir, task):
     )
 
 
-def read_task_dir(folder, task, with_test=True):
+def read_task_dir(folder, task, with_test=True, read=None,
+                  train_file="train.tsv"):
     """Reads train, evaluation and (if present) test splits of `task`.
+
+    `read(path, task, labeled=True)` reads one file (default `read_tsv`;
+    `recipes.glue.jsonl` passes its JSONL reader and `train.jsonl`).
 
     Returns:
         `(train, evals, tests)`: a `Split`, `{name: Split}`,
         `{name: Split}`. Test files are optional (GLUE's test labels are
         hidden; their predictions go into a submission file).
     """
-    train = read_tsv(join(folder, "train.tsv"), task)
+    read = read or read_tsv
+    train = read(join(folder, train_file), task)
     evals = {}
     for split, (filename, *_) in task.eval_splits.items():
         path = join(folder, filename)
@@ -201,15 +206,15 @@ def read_task_dir(folder, task, with_test=True):
             raise DataError(
                 f"Task {task.name!r}: evaluation file {path} not found. "
                 f"Expected {', '.join(f for f, *_ in task.eval_splits.values())}"
-                f" next to {join(folder, 'train.tsv')}."
+                f" next to {join(folder, train_file)}."
             )
-        evals[split] = read_tsv(path, task)
+        evals[split] = read(path, task)
     tests = {}
     if with_test:
         for split, (filename, *_) in task.test_splits.items():
             path = join(folder, filename)
             if storage.isfile(path):
-                tests[split] = read_tsv(path, task, labeled=False)
+                tests[split] = read(path, task, labeled=False)
     return train, evals, tests
 
 
