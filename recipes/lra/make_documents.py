@@ -24,11 +24,12 @@ Example:
         --test_file=runs/lra/sst2-documents/test.tsv --max_length=1024
 """
 
-import argparse
 import json
 import os
 import sys
 
+from recipes import cli
+from recipes.core import flags
 from recipes.glue import tasks as glue_tasks
 from recipes.glue import tsv as glue_tsv
 
@@ -114,7 +115,7 @@ def make_documents(glue_dir, output_dir, min_bytes=1000, log=print):
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(
+    parser = cli.ArgumentParser(
         prog=PROG,
         description="Join GLUE SST-2's sentences of one label, in order, "
         "into documents of at least --min_bytes bytes (train.tsv -> "
@@ -125,7 +126,7 @@ def build_parser():
     parser.add_argument("--output_dir", required=True,
                         help="Where train.tsv, test.tsv and "
                         "documents.json are written.")
-    parser.add_argument("--min_bytes", type=int, default=1000,
+    parser.add_argument("--min_bytes", type=flags.positive_int, default=1000,
                         help="A document is closed once it holds this many "
                         "UTF-8 bytes.")
     return parser

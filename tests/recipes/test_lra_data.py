@@ -339,3 +339,13 @@ def test_documents_join_one_label_in_order_and_count_the_rest(tmp_path):
     assert summary["splits"]["train"]["sentences_left_over"] == 2
     assert summary["splits"]["test"]["sentences_left_over"] == 1
     assert "2 sentences (2 bytes) left over" in lines[0]
+
+
+def test_make_documents_flag_is_checked_by_its_type(capsys):
+    from recipes.lra import make_documents
+
+    with pytest.raises(SystemExit):
+        make_documents.build_parser().parse_args(
+            ["--glue_dir=x", "--output_dir=y", "--min_bytes=0"])
+    assert ("Argument `--min_bytes` must be positive. Received: "
+            "--min_bytes=0") in capsys.readouterr().err
