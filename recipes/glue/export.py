@@ -25,9 +25,6 @@ def export_saved_model(path, model, preprocessor, task):
     `preprocessor` attached (it then takes raw strings).
     """
     model.preprocessor = preprocessor
-
-    # Written to a temporary folder, then renamed: a kill while exporting
-    # never leaves a half-written SavedModel at `path`.
     return serving.write_export(
         path,
         lambda tmp: export_text_classifier(model, tmp,

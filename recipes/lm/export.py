@@ -19,20 +19,9 @@ def export_saved_model(path, lm):
     reloaded = tf.saved_model.load(path)
     reloaded.signatures["generate"](prompt=tf.constant(["ROMEO:"]))
     ```
-
-    Written at a temporary name, then renamed (`serving.write_export`).
     """
     return serving.write_export(
         path, lambda tmp: export_generator(lm, tmp), export_usage)
-
-
-def save_preset(path, lm):
-    """Saves `lm` with its preprocessor and tokenizer as a keras-hub preset
-    folder (`serving.save_preset`): with only the package installed,
-    `keras_synth.models.SynthesizerCausalLM.from_preset(path)` loads it and
-    generates from strings (every tokenizer of `--tokenizer` is the
-    package's)."""
-    return serving.save_preset(path, lm)
 
 
 def export_usage(path):
@@ -48,4 +37,4 @@ def export_usage(path):
         'prompt=tf.constant(["ROMEO:"])')
 
 
-__all__ = ["SIGNATURE", "export_saved_model", "export_usage", "save_preset"]
+__all__ = ["SIGNATURE", "export_saved_model", "export_usage"]

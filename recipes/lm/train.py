@@ -22,6 +22,7 @@ import os
 import time
 
 from recipes import cli
+from recipes import serving
 from recipes.core import experiment
 from recipes.core import flags
 from recipes.core import model_flags
@@ -270,7 +271,7 @@ def run(args, log=print):
 
     def export(lm):  # on the chief
         results = saved_model(lm)
-        results["preset"] = export_lib.save_preset(run_dir.path("preset"), lm)
+        results["preset"] = serving.save_preset(run_dir.path("preset"), lm)
         log(f"Saved a keras-hub preset to {results['preset']}")
         return results
 

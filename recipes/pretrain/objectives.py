@@ -147,14 +147,6 @@ class HeldOutScores(keras.callbacks.Callback):
             logs["val_accuracy"] = scores["accuracy"]
 
 
-def save_preset(model, path):
-    """Saves `model` with its preprocessor and tokenizer as a keras-hub
-    preset folder (`recipes.serving.save_preset`)."""
-    from recipes import serving
-
-    return serving.save_preset(path, model)
-
-
 def bert_mask(token_ids, seed, special_ids, mask_id, vocabulary_size, rate,
               slots):
     """BERT's masking of `token_ids` (`(B, W)` int32), stateless from

@@ -27,6 +27,7 @@ import os
 import time
 
 from recipes import cli
+from recipes import serving
 from recipes.core import experiment
 from recipes.core import flags
 from recipes.core import model_flags
@@ -316,7 +317,7 @@ def run(args, log=print):
 
     def export(model):  # on the chief
         path = run_dir.path("preset")
-        objectives.save_preset(model, path)
+        serving.save_preset(path, model)
         log(f"Saved a keras-hub preset to {path} (fine-tune with "
             f"{objective.fine_tune_hint(path)})")
         return {"preset": path}

@@ -25,8 +25,6 @@ def export_saved_model(path, lm):
     reloaded.signatures["translate"](source=tf.constant(["Ein Hund."]))
     # or: reloaded.translate(tf.constant(["Ein Hund."]))
     ```
-
-    Written at a temporary name, then renamed (`serving.write_export`).
     """
     return serving.write_export(
         path,
@@ -34,14 +32,6 @@ def export_saved_model(path, lm):
                                      input_name="source",
                                      output_name="translation"),
         export_usage)
-
-
-def save_keras_model(path, lm):
-    """Saves `lm` (with its preprocessor) as a `.keras` file
-    (`serving.save_keras_model`): with only the package installed,
-    `keras.saving.load_model(path)` loads it and `generate` translates
-    strings."""
-    return serving.save_keras_model(path, lm)
 
 
 def export_usage(path):
@@ -56,5 +46,4 @@ def export_usage(path):
         'source=tf.constant(["Ein kleiner Hund spielt im Park."])')
 
 
-__all__ = ["SIGNATURE", "export_saved_model", "export_usage",
-           "save_keras_model"]
+__all__ = ["SIGNATURE", "export_saved_model", "export_usage"]

@@ -23,6 +23,7 @@ import os
 import time
 
 from recipes import cli
+from recipes import serving
 from recipes.core import experiment
 from recipes.core import flags
 from recipes.core import model_flags
@@ -420,7 +421,7 @@ def run(args, log=print):
     def export(model):  # on the chief, the preprocessor attached
         results = saved_model(model)
         if "keras_model" not in results:  # (saved in the export's stead)
-            results["keras_model"] = export_lib.save_keras_model(
+            results["keras_model"] = serving.save_keras_model(
                 run_dir.path("model.keras"), model)
             log(f"Saved the model to {results['keras_model']}")
         return results
