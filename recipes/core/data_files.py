@@ -22,3 +22,32 @@ def check_data_file(path, what="data file"):
     if gfile.stat(path).length == 0:
         raise DataError(f"The {what} at {path} is empty.")
     return path
+
+
+def load_tfds_split(name, split, data_dir, convert, files_hint,
+                    max_examples=None):
+    """`[convert(example)]` of split `split` of tensorflow_datasets `name`
+    (NumPy examples; the first `max_examples` if given).
+
+    Raises:
+        DataError: the split could not be loaded (the message says to
+            prepare it, or pass `files_hint`, or run `--dataset=builtin`),
+            or it is empty.
+    """
+    import tensorflow_datasets as tfds
+
+    try:
+        dataset = tfds.load(name, split=split, data_dir=data_dir)
+    except Exception as error:
+        raise DataError(
+            f"Could not load tensorflow_datasets {name!r} split "
+            f"{split!r} ({type(error).__name__}: {error}). Prepare "
+            f"it with network access (tfds build), or pass {files_hint}, "
+            "or run --dataset=builtin.") from error
+    if max_examples:
+        dataset = dataset.take(max_examples)
+    examples = [convert(e) for e in tfds.as_numpy(dataset)]
+    if not examples:
+        raise DataError(f"tensorflow_datasets {name!r} split {split!r} is "
+                        "empty.")
+    return examples

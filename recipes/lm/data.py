@@ -29,6 +29,7 @@ import numpy as np
 from recipes.core import storage
 from recipes.core.data_files import DataError
 from recipes.core.data_files import check_data_file
+from recipes.core.data_files import load_tfds_split
 
 SPLITS = ("train", "valid", "test")
 BUILTIN = "builtin"
@@ -108,22 +109,10 @@ def load_tfds(name, data_dir=None, max_examples=None):
             f"{sorted(features.keys())}); --dataset needs one.")
 
     def read(tfds_split):
-        try:
-            dataset = tfds.load(name, split=tfds_split, data_dir=data_dir)
-        except Exception as error:
-            raise DataError(
-                f"Could not load tensorflow_datasets {name!r} split "
-                f"{tfds_split!r} ({type(error).__name__}: {error}). Prepare "
-                "it with network access (tfds build), or pass text files "
-                "(--train_file/...), or run --dataset=builtin.") from error
-        if max_examples:
-            dataset = dataset.take(max_examples)
-        lines = [e["text"].decode("utf-8").replace("\n", " ")
-                 for e in tfds.as_numpy(dataset)]
-        if not lines:
-            raise DataError(f"tensorflow_datasets {name!r} split "
-                            f"{tfds_split!r} is empty.")
-        return lines
+        return load_tfds_split(
+            name, tfds_split, data_dir,
+            lambda e: e["text"].decode("utf-8").replace("\n", " "),
+            "text files (--train_file/...)", max_examples)
 
     corpus, halves = {}, {}
     for split, (tfds_split, half) in tfds_splits(name, available).items():

@@ -31,6 +31,7 @@ import os
 import random
 
 from recipes.core.data_files import DataError
+from recipes.core.data_files import load_tfds_split
 from recipes.glue import tasks as glue_tasks
 from recipes.glue import tsv as glue_tsv
 from recipes.lm import data as lm_data
@@ -117,30 +118,14 @@ def tfds_splits(name=IMDB, data_dir=None, max_examples=None):
         raise ValueError(
             f"Argument `name` must be one of {tuple(TFDS_SETS)}. "
             f"Received: name={name!r}")
-    import tensorflow_datasets as tfds
-
     features, label_feature, split_names = TFDS_SETS[name]
-    splits = {}
-    for split, tfds_split in zip(("train", "test"), split_names):
-        try:
-            dataset = tfds.load(name, split=tfds_split, data_dir=data_dir)
-        except Exception as error:
-            raise DataError(
-                f"Could not load tensorflow_datasets {name!r} split "
-                f"{tfds_split!r} ({type(error).__name__}: {error}). Prepare "
-                "it with network access (tfds build), or pass "
-                "--dataset=files with --train_file/--test_file, or run "
-                "--dataset=builtin.") from error
-        if max_examples and split == "train":
-            dataset = dataset.take(max_examples)
-        pairs = [(str(int(e[label_feature])),
-                  " ".join(_text(e[f]) for f in features))
-                 for e in tfds.as_numpy(dataset)]
-        if not pairs:
-            raise DataError(f"tensorflow_datasets {name!r} split "
-                            f"{tfds_split!r} is empty.")
-        splits[split] = pairs
-    return splits
+    return {split: load_tfds_split(
+        name, tfds_split, data_dir,
+        lambda e: (str(int(e[label_feature])),
+                   " ".join(_text(e[f]) for f in features)),
+        "--dataset=files with --train_file/--test_file",
+        max_examples if split == "train" else None)
+        for split, tfds_split in zip(("train", "test"), split_names)}
 
 
 def _text(value):

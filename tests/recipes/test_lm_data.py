@@ -145,6 +145,25 @@ def test_eval_stride_is_checked():
         data_lib.eval_windows(np.arange(20), 8, stride=9)
 
 
+def test_tfds_text_is_one_example_a_line_and_a_failed_load_is_named(
+        monkeypatch):
+    tfds = pytest.importorskip("tensorflow_datasets")
+    with tfds.testing.mock_data(num_examples=4):
+        corpus = data_lib.load_tfds("lm1b")
+        few = data_lib.load_tfds("lm1b", max_examples=2)
+    assert set(corpus) == set(data_lib.SPLITS)
+    assert corpus["train"].count("\n") == 4
+    assert few["train"].count("\n") == 2
+
+    def offline(*args, **kwargs):
+        raise ConnectionError("no network")
+
+    monkeypatch.setattr(tfds, "load", offline)
+    with pytest.raises(DataError, match=r"'lm1b' split 'train' \(Connection"
+                       r"Error: no network\).*--train_file/\.\.\."):
+        data_lib.load_tfds("lm1b")
+
+
 def test_tfds_splits_without_validation_halve_test():
     assert data_lib.tfds_splits("lm1b", {"train", "test"}) == {
         "train": ("train", None), "valid": ("test", 0), "test": ("test", 1)}
