@@ -8,6 +8,7 @@ the user set to another value than the preset's is an error that names
 both: the preset's weights only fit its own architecture.
 """
 
+import collections
 import json
 
 from recipes.core import storage
@@ -17,21 +18,13 @@ from recipes.core.data_files import DataError
 VOCABULARY_ASSET = "assets/tokenizer/vocabulary.txt"
 
 
-class Preset:
-    """What `read_preset` found: `path`, `backbone_class` (the class name
-    in `config.json`), `backbone` (its config), `tokenizer` (the tokenizer
-    config, or None), `vocabulary` (the tokenizer's tokens, or None),
-    `vocabulary_path` and `task_class` (`task.json`'s class, or None)."""
-
-    def __init__(self, path, backbone_class, backbone, tokenizer, vocabulary,
-                 vocabulary_path, task_class):
-        self.path = path
-        self.backbone_class = backbone_class
-        self.backbone = backbone
-        self.tokenizer = tokenizer
-        self.vocabulary = vocabulary
-        self.vocabulary_path = vocabulary_path
-        self.task_class = task_class
+Preset = collections.namedtuple("Preset", [
+    "path", "backbone_class", "backbone", "tokenizer", "vocabulary",
+    "vocabulary_path", "task_class"])
+Preset.__doc__ = """What `read_preset` found: `path`, `backbone_class` (the
+class name in `config.json`), `backbone` (its config), `tokenizer` (the
+tokenizer config, or None), `vocabulary` (the tokenizer's tokens, or None),
+`vocabulary_path` and `task_class` (`task.json`'s class, or None)."""
 
 
 def _read_json(path, what):
