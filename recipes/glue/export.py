@@ -5,6 +5,7 @@ import numpy as np
 
 from keras_synth.models import export_text_classifier
 from recipes import serving
+from recipes.core import experiment
 from recipes.core import storage
 
 
@@ -13,32 +14,23 @@ def input_names(task):
         "sentence1", "sentence2")
 
 
-def export_saved_model(path, model, preprocessor, task):
+def export_saved_model(path, model, task):
     """Writes a SavedModel whose `serving_default` takes raw strings
-    (`keras_synth.models.export_text_classifier`).
+    (`keras_synth.models.export_text_classifier` of `model`, its
+    preprocessor attached).
 
     Inputs: `sentence` (single-sentence tasks) or `sentence1` and
     `sentence2`, string tensors of shape `(batch,)`. Outputs:
     `probabilities (batch, classes)`, `label (batch,)` (class index) and
     `label_name` (GLUE's label string), or `score (batch,)` for STS-B.
-    Tokenization and packing are inside the graph. `model` gets
-    `preprocessor` attached (it then takes raw strings).
+    Tokenization and packing are inside the graph.
     """
-    model.preprocessor = preprocessor
     return serving.write_export(
         path,
         lambda tmp: export_text_classifier(model, tmp,
                                            label_names=task.labels,
                                            input_names=input_names(task)),
         lambda where: export_usage(where, task))
-
-
-def save_preset(path, model, preprocessor):
-    """Saves `model` with `preprocessor` as a keras-hub preset directory
-    (`SynthesizerTextClassifier.from_preset(path)` takes raw strings),
-    also at a `gs://` path (`serving.save_preset`)."""
-    model.preprocessor = preprocessor
-    return serving.save_preset(path, model)
 
 
 def export_usage(path, task):
@@ -176,32 +168,17 @@ def export_run(run_dir, model, probe, preprocessor, task, evals,
                                     model(example_inputs, training=False))),
     )
 
-    export_path = skipped = None
-    if args.export:
-        skipped = serving.saved_model_unsupported("raw strings in")
-    if skipped:
-        log(skipped)
-        model.preprocessor = preprocessor
-        keras_path = serving.save_keras_model(run_dir.path("model.keras"),
-                                              model)
-        log(f"Saved the model to {keras_path}")
-    elif args.export:
-        export_path = export_saved_model(run_dir.path("export"), model,
-                                         preprocessor, task)
-        log(f"Exported a SavedModel (raw strings in) to {export_path}")
-    preset_path = save_preset(run_dir.path("preset"), model, preprocessor)
+    # From here on the model takes raw strings (the export, the `.keras`
+    # model and the preset hold the preprocessor).
+    model.preprocessor = preprocessor
+    exported = experiment.saved_model_export(
+        args, run_dir, lambda path, m: export_saved_model(path, m, task),
+        lambda path: export_usage(path, task), "raw strings in", log)(model)
+    preset_path = serving.save_preset(run_dir.path("preset"), model)
     log(f"Saved a keras-hub preset to {preset_path}")
-    extra = {}
-    if skipped:
-        extra = {"export_skipped": skipped, "keras_model": keras_path,
-                 **serving.token_ids_export(
-                     run_dir.path("export_token_ids"), model, log)}
     return {
-        **extra,
         "submissions": submissions,
         "attention_png": plot_path,
-        "export": export_path,
-        "export_usage": (export_usage(export_path, task)
-                         if export_path else None),
+        **exported,
         "preset": preset_path,
     }
