@@ -64,9 +64,7 @@ def build_parser():
         "folder: train.jsonl, val.jsonl, test.jsonl). Without it: "
         "tensorflow_datasets glue/<task> or super_glue/<task> (needs a "
         "download).")
-    group.add_argument("--tfds_data_dir", default=None,
-                       help="data_dir of tensorflow_datasets (default: "
-                       "its own, ~/tensorflow_datasets).")
+    flags.add_tfds_data_dir_flag(group)
     group.add_argument("--max_train_examples", type=flags.positive_int,
                        default=None,
                        help="Use only the first N training examples "

@@ -50,9 +50,7 @@ def build_parser():
         help="A tensorflow_datasets set with a `text` feature (lm1b, "
         "wiki40b/en, ...), or 'builtin': small synthetic plays shipped with "
         "the recipe, for offline runs. Ignored with --train_file.")
-    group.add_argument("--tfds_data_dir", default=None,
-                       help="data_dir of tensorflow_datasets (default: "
-                       "its own, ~/tensorflow_datasets).")
+    flags.add_tfds_data_dir_flag(group)
     for split in data_lib.SPLITS:
         group.add_argument(f"--{split}_file", default=None,
                            help=f"UTF-8 text file, {split} split (.gz read "

@@ -96,9 +96,7 @@ def build_parser():
                            help=f"text, --dataset=files: the {split} split "
                            f"({required}), label<TAB>text a line (.gz read "
                            "transparently).")
-    group.add_argument("--tfds_data_dir", default=None,
-                       help="data_dir of tensorflow_datasets (default: its "
-                       "own, ~/tensorflow_datasets).")
+    flags.add_tfds_data_dir_flag(group)
     group.add_argument("--max_train_examples", type=flags.positive_int,
                        default=None,
                        help="Use only the first N training examples.")

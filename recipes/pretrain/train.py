@@ -82,9 +82,7 @@ def build_parser():
                        default=None,
                        help="Read only the first N documents (lines) of the "
                        "training text (default: all).")
-    group.add_argument("--tfds_data_dir", default=None,
-                       help="data_dir of tensorflow_datasets (default: "
-                       "its own, ~/tensorflow_datasets).")
+    flags.add_tfds_data_dir_flag(group)
     group.add_argument("--no_lowercase", dest="lowercase",
                        action="store_false",
                        help="Keep case in the WordPiece tokenizer (by "

@@ -70,9 +70,7 @@ def build_parser():
         "download), or 'builtin': a small German-English task shipped with "
         "the package. Offline, use --dataset=builtin or parallel text "
         "files (--train_src/--train_tgt, which override --dataset).")
-    group.add_argument("--tfds_data_dir", default=None,
-                       help="data_dir of tensorflow_datasets (default: "
-                       "its own, ~/tensorflow_datasets).")
+    flags.add_tfds_data_dir_flag(group)
     for split in data_lib.SPLITS:
         for side in ("src", "tgt"):
             group.add_argument(
