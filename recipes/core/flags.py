@@ -168,6 +168,21 @@ def add_output_switches(group, attention_plot=False):
                        "to <model_dir>/logs).")
 
 
+def add_data_source_flags(group, splits, dataset_default, dataset_help,
+                          file_help):
+    """`--dataset`, `--tfds_data_dir` and a `--<split>_file` per split
+    (`file_help(split)` its help) for a recipe reading tensorflow_datasets,
+    a built-in set or one file per split."""
+    group.add_argument("--dataset", default=dataset_default,
+                       help=dataset_help)
+    group.add_argument("--tfds_data_dir", default=None,
+                       help="data_dir of tensorflow_datasets (default: "
+                       "its own, ~/tensorflow_datasets).")
+    for split in splits:
+        group.add_argument(f"--{split}_file", default=None,
+                           help=file_help(split))
+
+
 def add_time_budget_flag(group):
     """Adds `--time_budget_minutes` (see `recipes.core.timing`)."""
     group.add_argument("--time_budget_minutes", type=positive_float,

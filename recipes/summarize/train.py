@@ -47,18 +47,13 @@ def build_parser():
         "lead-3 baseline).",
         formatter_class=cli.HelpFormatter, conflict_handler="resolve")
     group = parser.add_argument_group("data")
-    group.add_argument(
-        "--dataset", default="cnn_dailymail",
-        help="cnn_dailymail (tensorflow_datasets, needs a download), "
-        "'builtin' (a small synthetic news task shipped with the package), "
-        "or 'files' (set by --train_file).")
-    group.add_argument("--tfds_data_dir", default=None,
-                       help="data_dir of tensorflow_datasets.")
-    for split in data_lib.SPLITS:
-        group.add_argument(
-            f"--{split}_file", default=None,
-            help=f"The {split} split: `document<TAB>summary` lines (.gz "
-            "read transparently; local or gs://).")
+    flags.add_data_source_flags(
+        group, data_lib.SPLITS, "cnn_dailymail",
+        "cnn_dailymail (tensorflow_datasets, needs a download), 'builtin' "
+        "(a small synthetic news task shipped with the package), or "
+        "'files' (set by --train_file).",
+        lambda split: f"The {split} split: `document<TAB>summary` lines "
+        "(.gz read transparently; local or gs://).")
     group.add_argument("--max_train_examples", type=flags.positive_int,
                        default=None, help="Use only the first N training "
                        "documents (default: all).")
