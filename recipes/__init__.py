@@ -7,6 +7,8 @@
   text).
 - `python -m recipes.pretrain`: pretrain on plain text (masked LM, span
   corruption) for --preset fine-tuning.
+- `python -m recipes.summarize`: train an encoder-decoder, summarize, score
+  ROUGE.
 - `python -m recipes.translate`: train an encoder-decoder, translate, score.
 
 Each recipe declares itself once, in its folder's `__init__.py`

@@ -51,3 +51,22 @@ def load_tfds_split(name, split, data_dir, convert, files_hint,
         raise DataError(f"tensorflow_datasets {name!r} split {split!r} is "
                         "empty.")
     return examples
+
+
+def add_tfds_data_dir_flag(group):
+    group.add_argument("--tfds_data_dir", default=None,
+                       help="data_dir of tensorflow_datasets (default: "
+                       "its own, ~/tensorflow_datasets).")
+
+
+def add_data_source_flags(group, splits, dataset_default, dataset_help,
+                          file_help):
+    """`--dataset`, `--tfds_data_dir` and a `--<split>_file` per split
+    (`file_help(split)` its help) for a recipe reading tensorflow_datasets,
+    a built-in set or one file per split."""
+    group.add_argument("--dataset", default=dataset_default,
+                       help=dataset_help)
+    add_tfds_data_dir_flag(group)
+    for split in splits:
+        group.add_argument(f"--{split}_file", default=None,
+                           help=file_help(split))

@@ -168,12 +168,6 @@ def add_output_switches(group, attention_plot=False):
                        "to <model_dir>/logs).")
 
 
-def add_tfds_data_dir_flag(group):
-    group.add_argument("--tfds_data_dir", default=None,
-                       help="data_dir of tensorflow_datasets (default: "
-                       "its own, ~/tensorflow_datasets).")
-
-
 def add_time_budget_flag(group):
     """Adds `--time_budget_minutes` (see `recipes.core.timing`)."""
     group.add_argument("--time_budget_minutes", type=positive_float,

@@ -22,6 +22,7 @@ import os
 import time
 
 from recipes import cli
+from recipes.core import data_files
 from recipes.core import experiment
 from recipes.core import flags
 from recipes.core import model_flags
@@ -64,7 +65,7 @@ def build_parser():
         "folder: train.jsonl, val.jsonl, test.jsonl). Without it: "
         "tensorflow_datasets glue/<task> or super_glue/<task> (needs a "
         "download).")
-    flags.add_tfds_data_dir_flag(group)
+    data_files.add_tfds_data_dir_flag(group)
     group.add_argument("--max_train_examples", type=flags.positive_int,
                        default=None,
                        help="Use only the first N training examples "

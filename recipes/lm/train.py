@@ -23,6 +23,7 @@ import time
 
 from recipes import cli
 from recipes import serving
+from recipes.core import data_files
 from recipes.core import experiment
 from recipes.core import flags
 from recipes.core import model_flags
@@ -45,16 +46,13 @@ def build_parser():
         "character), sample from prompts and export a SavedModel.",
         formatter_class=cli.HelpFormatter)
     group = parser.add_argument_group("data")
-    group.add_argument(
-        "--dataset", default="lm1b",
-        help="A tensorflow_datasets set with a `text` feature (lm1b, "
+    data_files.add_data_source_flags(
+        group, data_lib.SPLITS, "lm1b",
+        "A tensorflow_datasets set with a `text` feature (lm1b, "
         "wiki40b/en, ...), or 'builtin': small synthetic plays shipped with "
-        "the recipe, for offline runs. Ignored with --train_file.")
-    flags.add_tfds_data_dir_flag(group)
-    for split in data_lib.SPLITS:
-        group.add_argument(f"--{split}_file", default=None,
-                           help=f"UTF-8 text file, {split} split (.gz read "
-                           "transparently).")
+        "the recipe, for offline runs. Ignored with --train_file.",
+        lambda split: f"UTF-8 text file, {split} split (.gz read "
+        "transparently).")
     group.add_argument("--max_train_examples", type=flags.positive_int,
                        default=None,
                        help="Read only the first N lines of the training "

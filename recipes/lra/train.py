@@ -27,6 +27,7 @@ import time
 
 from recipes import cli
 from recipes.core import cluster
+from recipes.core import data_files
 from recipes.core import experiment
 from recipes.core import flags
 from recipes.core import model_flags
@@ -96,7 +97,7 @@ def build_parser():
                            help=f"text, --dataset=files: the {split} split "
                            f"({required}), label<TAB>text a line (.gz read "
                            "transparently).")
-    flags.add_tfds_data_dir_flag(group)
+    data_files.add_tfds_data_dir_flag(group)
     group.add_argument("--max_train_examples", type=flags.positive_int,
                        default=None,
                        help="Use only the first N training examples.")

@@ -28,6 +28,7 @@ import time
 
 from recipes import cli
 from recipes import serving
+from recipes.core import data_files
 from recipes.core import experiment
 from recipes.core import flags
 from recipes.core import model_flags
@@ -82,7 +83,7 @@ def build_parser():
                        default=None,
                        help="Read only the first N documents (lines) of the "
                        "training text (default: all).")
-    flags.add_tfds_data_dir_flag(group)
+    data_files.add_tfds_data_dir_flag(group)
     group.add_argument("--no_lowercase", dest="lowercase",
                        action="store_false",
                        help="Keep case in the WordPiece tokenizer (by "

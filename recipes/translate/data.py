@@ -212,10 +212,19 @@ def tfds_config(name, src, tgt):
 
 def load_tfds(name, src, tgt, data_dir=None):
     """Reads a tensorflow_datasets translation set; `{split: Parallel}`."""
+    config = tfds_config(name, src, tgt)
+    return load_tfds_splits(f"{name}/{config}", src, tgt, data_dir,
+                            "parallel text files (--train_src/--train_tgt/...)")
+
+
+def load_tfds_splits(full_name, src, tgt, data_dir=None,
+                     files="text files"):
+    """Reads the train, validation and test splits of a tensorflow_datasets
+    set (those it has; train is required) as `{split: Parallel}`: the
+    features `src` and `tgt` of each example. `files` names the offline
+    alternative in the messages."""
     import tensorflow_datasets as tfds
 
-    config = tfds_config(name, src, tgt)
-    full_name = f"{name}/{config}"
     try:
         builder = tfds.builder(full_name, data_dir=data_dir)
         available = set(builder.info.splits.keys())
@@ -223,8 +232,7 @@ def load_tfds(name, src, tgt, data_dir=None):
         raise DataError(
             f"Could not open tensorflow_datasets {full_name!r} "
             f"({type(error).__name__}: {error}). Offline, run "
-            "--dataset=builtin or pass parallel text files "
-            "(--train_src/--train_tgt/...)."
+            f"--dataset=builtin or pass {files}."
         ) from error
     corpus = {}
     for split, tfds_split in TFDS_SPLITS.items():
@@ -237,9 +245,8 @@ def load_tfds(name, src, tgt, data_dir=None):
             raise DataError(
                 f"Could not load tensorflow_datasets {full_name!r} split "
                 f"{tfds_split!r} ({type(error).__name__}: {error}). Prepare "
-                "it with network access (tfds build), or pass parallel "
-                "text files (--train_src/--train_tgt/...), or run "
-                "--dataset=builtin."
+                f"it with network access (tfds build), or pass {files}, "
+                "or run --dataset=builtin."
             ) from error
         pairs = [(e[src].decode("utf-8"), e[tgt].decode("utf-8"))
                  for e in tfds.as_numpy(dataset)]

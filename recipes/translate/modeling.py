@@ -26,12 +26,15 @@ FEATURES = ("encoder_token_ids", "encoder_padding_mask", "decoder_token_ids",
             "decoder_padding_mask")
 
 
-def make_preprocessor(src_vocab, tgt_vocab, max_length, lowercase=False):
+def make_preprocessor(src_vocab, tgt_vocab, max_length, lowercase=False,
+                      target_length=None, truncation="warn"):
     """`SynthesizerSeq2SeqLMPreprocessor` over WordPiece vocabularies.
 
     One tokenizer when the vocabularies are equal (shared), else a source
     tokenizer of its own. Sources are packed `[CLS] ... [SEP]` to
-    `max_length`; targets `[CLS] ...` (inputs) and `... [SEP]` (labels). The
+    `max_length`; targets `[CLS] ...` (inputs) and `... [SEP]` (labels), to
+    `target_length` (default: `max_length`); `truncation` is the
+    preprocessor's (`"allow"` where the caller counts the cuts). The
     target tokenizer detokenizes with `join_punctuation` (BLEU is computed
     against raw text).
     """
@@ -44,7 +47,8 @@ def make_preprocessor(src_vocab, tgt_vocab, max_length, lowercase=False):
                                       lowercase=lowercase, dtype="int32")
     return SynthesizerSeq2SeqLMPreprocessor(
         target, encoder_sequence_length=max_length,
-        decoder_sequence_length=max_length, encoder_tokenizer=source)
+        decoder_sequence_length=target_length or max_length,
+        encoder_tokenizer=source, truncation=truncation)
 
 
 def source_tokenizer(preprocessor):
@@ -63,30 +67,38 @@ def token_lengths(tokenizer, strings):
     return np.array([len(row) for row in ids], "int64")
 
 
-def encode_corpus(preprocessor, parallel):
+def encode_corpus(preprocessor, parallel, cut=False):
     """A `data.Parallel` split as padded NumPy features of the model.
 
     Pairs whose source does not fit `[CLS] source [SEP]` in `max_length`
     tokens, or whose target does not fit `[CLS] target` (and `target
     [SEP]`), are dropped (`dropped` counts them, `empty` those with an empty
-    side) and never cut. Returns a dict with the `FEATURES` (int32
+    side) and never cut; with `cut` they are kept and cut to the lengths
+    (`cut_source`, `cut_target` count them), only pairs with an empty side
+    dropped. Returns a dict with the `FEATURES` (int32
     `(kept, max_length)`), `labels` and `weights`, and the counts `kept`,
     `dropped`, `empty`, `src_tokens`, `tgt_tokens` (kept pairs; targets
     with their `[SEP]`).
     """
-    length = preprocessor.encoder_sequence_length
+    src_room = preprocessor.encoder_sequence_length - 2  # [CLS] ... [SEP]
+    tgt_room = preprocessor.decoder_sequence_length - 1  # [CLS] ...
     src_len = token_lengths(source_tokenizer(preprocessor), parallel.src)
     tgt_len = token_lengths(preprocessor.tokenizer, parallel.tgt)
     nonempty = (src_len > 0) & (tgt_len > 0)
-    fits = (src_len + 2 <= length) & (tgt_len + 1 <= length) & nonempty
+    src_long, tgt_long = src_len > src_room, tgt_len > tgt_room
+    fits = nonempty if cut else nonempty & ~src_long & ~tgt_long
     index = np.nonzero(fits)[0]
     encoded = {
         "kept": len(index),
         "dropped": int(len(fits) - len(index)),
         "empty": int(np.sum(~nonempty)),
-        "src_tokens": int(src_len[index].sum()),
-        "tgt_tokens": int(tgt_len[index].sum() + len(index)),
+        "src_tokens": int(np.minimum(src_len[index], src_room).sum()),
+        "tgt_tokens": int(np.minimum(tgt_len[index], tgt_room).sum()
+                          + len(index)),
     }
+    if cut:
+        encoded["cut_source"] = int(np.sum(src_long[index]))
+        encoded["cut_target"] = int(np.sum(tgt_long[index]))
     if not len(index):
         return encoded
     x, labels, weights = preprocessor({
@@ -186,6 +198,16 @@ def make_sampler(beam_size, length_penalty):
                                     length_penalty=length_penalty)
 
 
+def set_sampler(lm, beam_size, length_penalty):
+    """Makes `lm.generate` search as `make_sampler` says (as `compile`
+    does, without compiling again)."""
+    import keras_hub
+
+    lm.sampler = keras_hub.samplers.get(make_sampler(beam_size,
+                                                     length_penalty))
+    lm.generate_function = None  # (compiled for the former sampler)
+
+
 def compile_lm(lm, learning_rate, warmup_steps, label_smoothing=0.1,
                weight_decay=0.0, jit_compile=False, ema_momentum=None,
                beam_size=4, length_penalty=0.6, steps_per_execution=1):
@@ -212,7 +234,8 @@ def compile_lm(lm, learning_rate, warmup_steps, label_smoothing=0.1,
     return lm
 
 
-def translate(lm, sentences, batch_size=64, log=None):
+def translate(lm, sentences, batch_size=64, log=None,
+              length_flag="max_length"):
     """Translates a list of strings with `lm.generate` (its preprocessor
     and compiled sampler, cached), in batches of similar source length.
 
@@ -236,7 +259,7 @@ def translate(lm, sentences, batch_size=64, log=None):
     truncated = int(np.sum(lengths > room))
     if truncated and log:
         log(f"WARNING: {truncated} of {len(sentences)} source sentences "
-            f"have more than {room} tokens (--max_length="
+            f"have more than {room} tokens (--{length_flag}="
             f"{preprocessor.encoder_sequence_length} with [CLS] and [SEP]) "
             "and were cut to them before translation.")
     return outputs, {

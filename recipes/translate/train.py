@@ -19,11 +19,13 @@ Examples:
         --strategy=tpu --tpu=local --mixed_precision=bfloat16 --jit_compile
 """
 
+import dataclasses
 import os
 import time
 
 from recipes import cli
 from recipes import serving
+from recipes.core import data_files
 from recipes.core import experiment
 from recipes.core import flags
 from recipes.core import model_flags
@@ -70,7 +72,7 @@ def build_parser():
         "download), or 'builtin': a small German-English task shipped with "
         "the package. Offline, use --dataset=builtin or parallel text "
         "files (--train_src/--train_tgt, which override --dataset).")
-    flags.add_tfds_data_dir_flag(group)
+    data_files.add_tfds_data_dir_flag(group)
     for split in data_lib.SPLITS:
         for side in ("src", "tgt"):
             group.add_argument(
@@ -83,6 +85,22 @@ def build_parser():
                        help="Use only the first N training pairs "
                        "(default: all).")
 
+    add_seq2seq_flags(
+        parser, "runs/translate/<dataset>-<src>-<tgt>-<variant>",
+        "sentences translated together", "(BLEU is always computed against "
+        "the raw references)")
+    group = parser.add_argument_group("model (translation)")
+    group.add_argument("--max_length", type=flags.positive_int, default=64,
+                       help="Longest source and target sequence in tokens "
+                       "(the synthesizers' max_length); longer training "
+                       "pairs are dropped (counted).")
+    presets.defer_defaults(parser, MODEL_DEFAULTS)
+    return parser
+
+
+def add_seq2seq_flags(parser, model_dir_default, decode_help, case_help):
+    """The flags every encoder-decoder recipe shares (translation,
+    summarization): model, training, decoding and outputs, fine-tuning."""
     group = parser.add_argument_group("model")
     model_flags.add_model_flags(
         group, num_layers=3, hidden_dim=256,
@@ -92,10 +110,6 @@ def build_parser():
     group.add_argument("--cross_attention_synthesizer", default="vanilla",
                        help="Variant of the decoder's cross-attention "
                        "(vanilla in the paper).")
-    group.add_argument("--max_length", type=flags.positive_int, default=64,
-                       help="Longest source and target sequence in tokens "
-                       "(the synthesizers' max_length); longer training "
-                       "pairs are dropped (counted).")
     group.add_argument("--label_smoothing", type=float, default=0.1,
                        help="Label smoothing of the cross-entropy.")
     group.add_argument("--normalize_first", action="store_true",
@@ -111,13 +125,12 @@ def build_parser():
                        "learned when not given.")
     group.add_argument("--lowercase", action="store_true",
                        help="Lowercase text in the tokenizer (by default "
-                       "case is kept; BLEU is always computed against the "
-                       "raw references).")
+                       f"case is kept; {case_help}).")
 
     flags.add_common_flags(
         parser, default_batch_size=64, default_epochs=10,
         default_learning_rate=1e-3,
-        model_dir_default="runs/translate/<dataset>-<src>-<tgt>-<variant>")
+        model_dir_default=model_dir_default)
     # Three shared flags mean something else here: added again with their
     # help (the parser's conflict_handler="resolve" replaces the shared
     # ones).
@@ -144,7 +157,7 @@ def build_parser():
                        "((5 + length) / 6) ** alpha.")
     group.add_argument("--decode_batch_size", type=flags.positive_int,
                        default=64,
-                       help="Sentences translated together.")
+                       help=decode_help.capitalize() + ".")
     flags.add_output_switches(group)
     group = parser.add_argument_group("fine-tuning")
     group.add_argument(
@@ -154,9 +167,7 @@ def build_parser():
         "--objective=span_corruption's <model_dir>/preset, or a "
         "SynthesizerSeq2SeqLM preset): its weights, shared WordPiece "
         "vocabulary and architecture (a model flag that contradicts it is "
-        "an error). --max_length may be shorter than the preset's.")
-    presets.defer_defaults(parser, MODEL_DEFAULTS)
-    return parser
+        "an error). The lengths may be shorter than the preset's.")
 
 
 # Flags a run directory may be restarted with: decoding flags (a finished
@@ -177,6 +188,27 @@ def validate_args(args, check_options=True):
     Idempotent: `run` calls it again with that check.
     """
     data_lib.check_language_pair(args.src, args.tgt)
+    validate_seq2seq_args(args, check_options)
+    if args.train_src or args.train_tgt:
+        if args.dataset == data_lib.BUILTIN:
+            raise ValueError(
+                "--dataset=builtin reads the data shipped with the package; "
+                "don't pass --train_src/--train_tgt with it.")
+        args.dataset = "files"
+    elif any(getattr(args, f"{s}_{side}") for s in data_lib.SPLITS
+             for side in ("src", "tgt")):
+        raise ValueError("Arguments `--train_src` and `--train_tgt` are "
+                         "required with parallel text files.")
+    if args.model_dir is None:
+        args.model_dir = os.path.join(
+            "runs", "translate",
+            f"{args.dataset}-{args.src}-{args.tgt}-"
+            f"{args.synthesizer.replace('+', '_')}")
+
+
+def validate_seq2seq_args(args, check_options=True):
+    """The checks every encoder-decoder recipe shares (`args.max_length`
+    set): the preset, the synthesizers and their options, the numbers."""
     preset = presets.apply_preset(
         args, PROG, PRESET_BACKBONES, MODEL_DEFAULTS, length_flag="max_length",
         flags_to_config={
@@ -216,21 +248,6 @@ def validate_args(args, check_options=True):
     if args.tgt_vocab_file and args.vocab != "separate":
         raise ValueError("Argument `--tgt_vocab_file` needs "
                          "`--vocab=separate`.")
-    if args.train_src or args.train_tgt:
-        if args.dataset == data_lib.BUILTIN:
-            raise ValueError(
-                "--dataset=builtin reads the data shipped with the package; "
-                "don't pass --train_src/--train_tgt with it.")
-        args.dataset = "files"
-    elif any(getattr(args, f"{s}_{side}") for s in data_lib.SPLITS
-             for side in ("src", "tgt")):
-        raise ValueError("Arguments `--train_src` and `--train_tgt` are "
-                         "required with parallel text files.")
-    if args.model_dir is None:
-        args.model_dir = os.path.join(
-            "runs", "translate",
-            f"{args.dataset}-{args.src}-{args.tgt}-"
-            f"{args.synthesizer.replace('+', '_')}")
 
 
 def load_corpus(args):
@@ -260,20 +277,81 @@ def score(hypotheses, references):
             "chrf_signature": str(chrf.get_signature())}
 
 
+@dataclasses.dataclass
+class Task:
+    """What an encoder-decoder recipe adds to `run_seq2seq`.
+
+    Attributes:
+        sides: the names of the source and target (logs, file names).
+        searches: `(args) -> [beam_size]`, the searches each evaluated
+            split is decoded with (1: greedy).
+        score: `(hypotheses, references) -> dict` of metrics.
+        describe: `(scores) -> str`, the metrics in a log line.
+        results: `(outputs) -> dict`, the task's results.json entries from
+            `{beam_size: {split: {"scores", "decoding", "file"}}}`.
+        output_file: `(split, beam_size) -> str`, the name of a split's
+            outputs in the run directory.
+        cut: whether a training pair too long is cut (counted in
+            results.json `cut`, with the sources cut per evaluated split)
+            rather than dropped.
+        length_flag: the flag of the source length (messages).
+    """
+
+    sides: tuple
+    searches: object
+    score: object
+    describe: object
+    results: object
+    output_file: object = None
+    cut: bool = False
+    length_flag: str = "max_length"
+
+
+def translation_task(args):
+    """The translation `Task`: BLEU and chrF of the `--beam_size` search."""
+    def results(outputs):
+        outputs = outputs[args.beam_size]
+        scores = {split: o["scores"] for split, o in outputs.items()}
+        return {"src": args.src, "tgt": args.tgt, "scores": scores,
+                "bleu": {split: s["bleu"] for split, s in scores.items()},
+                "chrf": {split: s["chrf"] for split, s in scores.items()},
+                "decoding": {split: o["decoding"]
+                             for split, o in outputs.items()},
+                "hypotheses": {split: o["file"] for split, o in
+                               outputs.items() if o["file"]}}
+
+    return Task(
+        sides=(args.src, args.tgt), searches=lambda a: [a.beam_size],
+        score=score, results=results,
+        describe=lambda s: f"BLEU {s['bleu']:.2f}, chrF {s['chrf']:.2f}",
+        output_file=lambda split, beam: f"hypotheses.{split}.{args.tgt}")
+
+
 def run(args, log=print):
     """Runs the recipe for parsed `args`; returns the results dict."""
     wall_start = time.time()
     # The strategy first, before TensorFlow runs any op (multi-worker, TPU).
     corpus, run_dir, strategy = experiment.open_run(
         args, validate_args, lambda _: load_corpus(args), RUNTIME_FLAGS, log)
+    return run_seq2seq(args, corpus, run_dir, strategy,
+                       translation_task(args), wall_start, log)
+
+
+def run_seq2seq(args, corpus, run_dir, strategy, task, wall_start, log=print):
+    """Trains a `SynthesizerSeq2SeqLM` on `corpus` (`{split:
+    data.Parallel}`), decodes and scores the valid and test splits as
+    `task` says, exports; returns the results dict."""
     corpus["train"] = corpus["train"].head(args.max_train_examples)
-    log(f"Data ({args.dataset}, {args.src}->{args.tgt}): " + ", ".join(
+    src_name, tgt_name = task.sides
+    log(f"Data ({args.dataset}, {src_name}->{tgt_name}): " + ", ".join(
         f"{split} {len(pairs)} pairs" for split, pairs in corpus.items()))
 
     from recipes.translate import export as export_lib
     from recipes.translate import modeling
 
     train = corpus["train"]
+    source_length = getattr(args, "max_source_length", args.max_length)
+    target_length = getattr(args, "max_target_length", args.max_length)
 
     def prepare():  # the chief's vocabularies and backup, for every worker
         if args.vocab == "shared":
@@ -288,22 +366,32 @@ def run(args, log=print):
             src_vocab = vocabulary.prepare_vocabulary(
                 run_dir, lambda: train.src, vocab_file=args.vocab_file,
                 vocab_size=args.vocab_size, lowercase=args.lowercase,
-                log=log, filename=f"vocab.{args.src}.txt")
+                log=log, filename=f"vocab.{src_name}.txt")
             tgt_vocab = vocabulary.prepare_vocabulary(
                 run_dir, lambda: train.tgt, vocab_file=args.tgt_vocab_file,
                 vocab_size=args.vocab_size, lowercase=args.lowercase,
-                log=log, filename=f"vocab.{args.tgt}.txt")
+                log=log, filename=f"vocab.{tgt_name}.txt")
         return src_vocab, tgt_vocab, run_dir.resume()
 
     src_vocab, tgt_vocab, initial_epoch = workers.chief_first(
         strategy, prepare)
     preprocessor = modeling.make_preprocessor(
-        src_vocab, tgt_vocab, args.max_length, args.lowercase)
-    encoded = modeling.encode_corpus(preprocessor, train)
-    log(f"Training pairs: {encoded['kept']} kept, {encoded['dropped']} "
-        f"dropped (a source longer than --max_length={args.max_length} "
-        "tokens with [CLS] and [SEP], a target longer with [CLS], or an "
-        f"empty side: {encoded['empty']}).")
+        src_vocab, tgt_vocab, source_length, args.lowercase,
+        target_length=target_length,
+        truncation="allow" if task.cut else "warn")  # (counted, logged)
+    encoded = modeling.encode_corpus(preprocessor, train, cut=task.cut)
+    if task.cut:
+        log(f"Training pairs: {encoded['kept']} kept, {encoded['empty']} "
+            f"dropped (an empty side); cut: {encoded['cut_source']} with a "
+            f"{src_name} longer than --max_source_length={source_length} "
+            f"tokens with [CLS] and [SEP], {encoded['cut_target']} with a "
+            f"{tgt_name} longer than --max_target_length={target_length} "
+            "with [CLS].")
+    else:
+        log(f"Training pairs: {encoded['kept']} kept, {encoded['dropped']} "
+            f"dropped (a source longer than --max_length={args.max_length} "
+            "tokens with [CLS] and [SEP], a target longer with [CLS], or an "
+            f"empty side: {encoded['empty']}).")
     if encoded["kept"] < args.batch_size:
         raise ValueError(
             f"Argument `--batch_size`={args.batch_size} exceeds the "
@@ -316,7 +404,8 @@ def run(args, log=print):
         initial_epoch=initial_epoch, bucketed=bucketed)
     valid_ds = None
     if "valid" in corpus:
-        valid_encoded = modeling.encode_corpus(preprocessor, corpus["valid"])
+        valid_encoded = modeling.encode_corpus(preprocessor, corpus["valid"],
+                                               cut=task.cut)
         if valid_encoded["kept"]:
             valid_ds = modeling.make_dataset(
                 valid_encoded, args.batch_size, static_shapes=static,
@@ -327,7 +416,6 @@ def run(args, log=print):
     total_steps = steps_per_epoch * args.epochs
     warmup_steps = args.warmup_steps or max(
         1, int(total_steps * args.warmup_fraction))
-
     def build():
         model = modeling.build_lm(
             src_vocab_size=len(src_vocab), tgt_vocab_size=len(tgt_vocab),
@@ -369,49 +457,49 @@ def run(args, log=print):
 
         # The preprocessor is attached now: `fit` was fed features.
         model.preprocessor = preprocessor
-        scores, decode_stats, hypothesis_files = {}, {}, {}
-        for split in ("valid", "test"):
-            if split not in corpus:
-                continue
-            pairs = corpus[split]
-            hypotheses, stats = modeling.translate(
-                model, pairs.src, batch_size=args.decode_batch_size, log=log)
-            stats["beam_size"] = args.beam_size
-            scores[split] = score(hypotheses, pairs.tgt)
-            decode_stats[split] = stats
-            search = ("greedy" if args.beam_size == 1
-                      else f"beam {args.beam_size}")
-            log(f"{split}: BLEU {scores[split]['bleu']:.2f}, chrF "
-                f"{scores[split]['chrf']:.2f} ({len(pairs)} sentences, "
-                f"{search}, {stats['sentences_per_second']:.1f} "
-                "sentences/s).")
-            if run_dir.is_chief:
-                path = run_dir.path(f"hypotheses.{split}.{args.tgt}")
-                storage.write_file(path, "".join(
-                    line + "\n" for line in hypotheses))
-                hypothesis_files[split] = path
-        if hypothesis_files:
-            log("Hypotheses: " + ", ".join(hypothesis_files.values()))
+        outputs = {}
+        for beam_size in task.searches(args):
+            modeling.set_sampler(model, beam_size, args.length_penalty)
+            search = "greedy" if beam_size == 1 else f"beam {beam_size}"
+            outputs[beam_size] = {}
+            for split in ("valid", "test"):
+                if split not in corpus:
+                    continue
+                pairs = corpus[split]
+                hypotheses, stats = modeling.translate(
+                    model, pairs.src, batch_size=args.decode_batch_size,
+                    log=log, length_flag=task.length_flag)
+                stats["beam_size"] = beam_size
+                scores = task.score(hypotheses, pairs.tgt)
+                log(f"{split}: {task.describe(scores)} ({len(pairs)} "
+                    f"{src_name}s, {search}, "
+                    f"{stats['sentences_per_second']:.1f} {src_name}s/s).")
+                path = None
+                if run_dir.is_chief:
+                    path = run_dir.path(task.output_file(split, beam_size))
+                    storage.write_file(path, "".join(
+                        line + "\n" for line in hypotheses))
+                    log(f"Outputs: {path}")
+                outputs[beam_size][split] = {
+                    "scores": scores, "decoding": stats, "file": path}
 
         return {
-            "src": args.src,
-            "tgt": args.tgt,
+            **task.results(outputs),
             "dataset": args.dataset,
             "synthesizer": args.synthesizer,
             "cross_attention_synthesizer": args.cross_attention_synthesizer,
-            "scores": scores,
-            "bleu": {split: s["bleu"] for split, s in scores.items()},
-            "chrf": {split: s["chrf"] for split, s in scores.items()},
-            "decoding": decode_stats,
             "vocabulary_size": {"src": len(src_vocab),
                                 "tgt": len(tgt_vocab)},
             "train_pairs": encoded["kept"],
             "train_pairs_dropped": encoded["dropped"],
             **speed,
             "warmup_steps": warmup_steps,
-            "hypotheses": hypothesis_files,
+            **({"cut": {"train": {"source": encoded["cut_source"],
+                                  "target": encoded["cut_target"]},
+                        **{split: {"source": o["decoding"]["truncated"]}
+                           for split, o in outputs[beam_size].items()}}}
+               if task.cut else {}),
         }
-
     saved_model = experiment.saved_model_export(
         args, run_dir, export_lib.export_saved_model, export_lib.export_usage,
         "signature 'translate', strings in and out", log)

@@ -27,6 +27,7 @@ LIGHT = [
     "recipes.glue.loading",
     "recipes.glue.metrics", "recipes.lm.data",
     "recipes.lra.listops", "recipes.lra.text",
+    "recipes.summarize.data", "recipes.summarize.metrics",
     "recipes.translate.data",
     # Every registered recipe: its package, `python -m` entry and `train`.
     *[f"{recipe.module}{part}" for recipe in registry.recipes()
