@@ -51,13 +51,22 @@ def test_corpus_rouge_is_the_mean_in_percent():
         metrics.rouge(["a"], [])
 
 
-def test_rouge_matches_rouge_score_where_installed():
+@pytest.mark.parametrize("hyp,ref", [
+    ("Storm closes 5 schools in Lyon!", "storm shuts schools, Lyon"),
+    ("the cat sat on the mat the cat", "the cat was on the mat"),
+    ("a b c d e f", "f e d c b a"),
+    ("Police killed the gunman.", "the gunman police killed"),
+    ("no overlap here", "entirely different words"),
+])
+def test_rouge_matches_rouge_score(hyp, ref):
+    # The package the keras-hub metrics wrap (the `tests` extra installs it).
     rouge_scorer = pytest.importorskip("rouge_score.rouge_scorer")
-    scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"])
-    hyp, ref = "Storm closes 5 schools in Lyon!", "storm shuts schools, Lyon"
-    expected = scorer.score(ref, hyp)
+    expected = rouge_scorer.RougeScorer(
+        ["rouge1", "rouge2", "rougeL"]).score(ref, hyp)
     assert metrics.rouge_n(hyp, ref, 1) == pytest.approx(
         expected["rouge1"].fmeasure)
+    assert metrics.rouge_n(hyp, ref, 2) == pytest.approx(
+        expected["rouge2"].fmeasure)
     assert metrics.rouge_l(hyp, ref) == pytest.approx(
         expected["rougeL"].fmeasure)
 
