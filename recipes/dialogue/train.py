@@ -17,10 +17,8 @@ Examples:
 """
 
 import os
-import time
 
 from recipes import cli
-from recipes.core import experiment
 from recipes.core import flags
 from recipes.core import presets
 from recipes.core import runtime
@@ -111,12 +109,8 @@ def dialogue_task():
 
 def run(args, log=print):
     """Runs the recipe for parsed `args`; returns the results dict."""
-    wall_start = time.time()
-    corpus, run_dir, strategy = experiment.open_run(
-        args, validate_args, lambda _: load_corpus(args),
-        seq2seq.RUNTIME_FLAGS, log)
-    return seq2seq.run_seq2seq(args, corpus, run_dir, strategy,
-                               dialogue_task(), wall_start, log)
+    return summarize.run_generation(args, validate_args, load_corpus,
+                                    lambda *_: dialogue_task(), log)
 
 
 def main(argv=None):

@@ -169,15 +169,21 @@ def generation_task(sides, score, describe, scores_key, outputs_key,
         cut=True, length_flag="max_source_length")
 
 
-def run(args, log=print):
-    """Runs the recipe for parsed `args`; returns the results dict."""
+def run_generation(args, validate, load, make_task, log=print):
+    """Opens the run (`validate(args, check_options)`, `load(args)` the
+    corpus) and runs `seq2seq.run_seq2seq` with `make_task(args, corpus,
+    log)`; returns the results dict."""
     wall_start = time.time()
     corpus, run_dir, strategy = experiment.open_run(
-        args, validate_args, lambda _: load_corpus(args),
-        seq2seq.RUNTIME_FLAGS, log)
+        args, validate, lambda _: load(args), seq2seq.RUNTIME_FLAGS, log)
     return seq2seq.run_seq2seq(args, corpus, run_dir, strategy,
-                               summarization_task(args, corpus, log),
-                               wall_start, log)
+                               make_task(args, corpus, log), wall_start, log)
+
+
+def run(args, log=print):
+    """Runs the recipe for parsed `args`; returns the results dict."""
+    return run_generation(args, validate_args, load_corpus,
+                          summarization_task, log)
 
 
 def main(argv=None):
