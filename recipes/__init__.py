@@ -1,6 +1,8 @@
 """Runnable training recipes built on keras-synth.
 
 - `python -m recipes.benchmark`: speed and memory against MultiHeadAttention.
+- `python -m recipes.dialogue`: train an encoder-decoder, respond, score
+  BLEU/ROUGE-L (persona + history -> response).
 - `python -m recipes.glue`: train and evaluate Synthesizer encoders on GLUE.
 - `python -m recipes.lm`: train a causal language model, generate, score.
 - `python -m recipes.lra`: train on Long Range Arena (ListOps, byte-level

@@ -144,6 +144,7 @@ def test_unknown_names_get_a_suggestion():
     ("translate", ["--src=de", "--tgt=en", "--train_src=/no/train.de",
                    "--train_tgt=/no/train.en"], "--train_src"),
     ("summarize", ["--train_file=/no/train.tsv"], "--train_file"),
+    ("dialogue", ["--data_dir=/no/personachat"], "--data_dir"),
 ])
 def test_missing_input_paths_are_reported_before_tensorflow(
         recipe, argv, flag, tmp_path):

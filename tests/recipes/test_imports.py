@@ -28,6 +28,7 @@ LIGHT = [
     "recipes.glue.metrics", "recipes.lm.data",
     "recipes.lra.listops", "recipes.lra.text",
     "recipes.summarize.data", "recipes.summarize.metrics",
+    "recipes.dialogue.data", "recipes.dialogue.metrics",
     "recipes.translate.data",
     # Every registered recipe: its package, `python -m` entry and `train`.
     *[f"{recipe.module}{part}" for recipe in registry.recipes()
