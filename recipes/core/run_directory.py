@@ -132,16 +132,21 @@ class RunDirectory:
         one): where training continues."""
         latest = join(self.backup_dir, LATEST)
         if gfile().exists(latest):
-            name = read_text(latest).strip()
-            match = _CHECKPOINT.match(name)
-            if not match or not gfile().exists(
-                    join(self.backup_dir, name, WEIGHTS)):
-                raise ValueError(
-                    f"{latest} names {name!r}, expected `epoch-N` with a "
-                    f"checkpoint {join(self.backup_dir, name, WEIGHTS)}; "
-                    "the run directory was changed by hand. Use another "
-                    "--model_dir, or remove its backup to start again.")
-            return int(match.group(1))
+            # Read twice at most: the chief names a new checkpoint in
+            # LATEST before it deletes the old one, so another worker that
+            # read the old name just before finds the new one on reading
+            # again. A name that stays wrong was changed by hand.
+            for _ in range(2):
+                name = read_text(latest).strip()
+                match = _CHECKPOINT.match(name)
+                if match and gfile().exists(
+                        join(self.backup_dir, name, WEIGHTS)):
+                    return int(match.group(1))
+            raise ValueError(
+                f"{latest} names {name!r}, expected `epoch-N` with a "
+                f"checkpoint {join(self.backup_dir, name, WEIGHTS)}; "
+                "the run directory was changed by hand. Use another "
+                "--model_dir, or remove its backup to start again.")
         legacy = join(self.backup_dir, "training_metadata.json")
         return int(read_json(legacy)["epoch"]) if gfile().exists(legacy) else 0
 
@@ -193,12 +198,17 @@ class RunDirectory:
     def history(self):
         """The rows (dicts, `epoch` from 1) of the latest checkpoint's
         epochs."""
-        epoch = self.resume()
-        if not epoch:
-            return []
-        if gfile().exists(join(self.backup_dir, LATEST)):
-            return read_json(join(self.checkpoint_path(epoch), HISTORY))
-        return _legacy_history(self.history_path, epoch)
+        for attempt in range(2):
+            epoch = self.resume()
+            if not epoch:
+                return []
+            if not gfile().exists(join(self.backup_dir, LATEST)):
+                return _legacy_history(self.history_path, epoch)
+            path = join(self.checkpoint_path(epoch), HISTORY)
+            # Another worker's read: the chief may delete this checkpoint
+            # (a newer one named) between `resume` and here.
+            if attempt or gfile().exists(path):
+                return read_json(path)
 
     def callbacks(self, tensorboard=True):
         """The Keras callbacks of the run: TensorBoard into `log_dir`

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 
 import pytest
 
@@ -84,3 +85,62 @@ def test_non_chief_worker_reads_the_chiefs_folder_and_writes_nothing(
     assert cluster.is_chief()
     with pytest.raises(ValueError, match="different configuration"):
         run_directory.RunDirectory(str(folder), {"a": 1})
+
+
+def _checkpoint(backup, epoch):
+    folder = backup / f"epoch-{epoch}"
+    folder.mkdir(parents=True)
+    (folder / run_directory.WEIGHTS).write_bytes(b"weights")
+    (folder / run_directory.HISTORY).write_text(json.dumps(
+        [{"epoch": e, "loss": 1.0 / e} for e in range(1, epoch + 1)]))
+
+
+@pytest.mark.parametrize("read", ["resume", "history"])
+def test_a_worker_reading_while_the_chief_moves_latest_on(tmp_path,
+                                                          monkeypatch, read):
+    # A non-chief worker reads LATEST ("epoch-1"); before it opens that
+    # checkpoint the chief writes epoch-2, names it in LATEST and deletes
+    # epoch-1 (CI saw `LATEST names 'epoch-1'` ... "changed by hand" there).
+    run_dir = run_directory.RunDirectory(str(tmp_path), {"a": 1})
+    backup = tmp_path / "backup"
+    _checkpoint(backup, 1)
+    (backup / "LATEST").write_text("epoch-1\n")
+    reads = []
+
+    def read_text(path):
+        text = storage.read_text(path)
+        if not reads:  # the chief's rotation, right after the first read
+            _checkpoint(backup, 2)
+            (backup / "LATEST").write_text("epoch-2\n")
+            if read == "resume":
+                shutil.rmtree(backup / "epoch-1")
+        reads.append(text)
+        return text
+
+    monkeypatch.setattr(run_directory, "read_text", read_text)
+    if read == "resume":
+        assert run_dir.resume() == 2
+        assert reads == ["epoch-1\n", "epoch-2\n"]
+    else:  # epoch-1 still there at `resume`, gone before its history is read
+        real_exists = storage.gfile().exists
+
+        class Gfile:
+            def __getattr__(self, name):
+                return getattr(storage.gfile(), name)
+
+            def exists(self, path):
+                if path.endswith(os.path.join("epoch-1", "history.json")):
+                    shutil.rmtree(backup / "epoch-1")
+                return real_exists(path)
+
+        monkeypatch.setattr(run_directory, "gfile", Gfile)
+        assert [row["epoch"] for row in run_dir.history()] == [1, 2]
+
+
+def test_latest_naming_a_missing_checkpoint_is_still_an_error(tmp_path):
+    run_dir = run_directory.RunDirectory(str(tmp_path), {"a": 1})
+    backup = tmp_path / "backup"
+    _checkpoint(backup, 1)
+    (backup / "LATEST").write_text("epoch-3\n")
+    with pytest.raises(ValueError, match="names 'epoch-3'.*changed by hand"):
+        run_dir.resume()
