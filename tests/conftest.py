@@ -86,3 +86,36 @@ def _full_float32_matmuls():
 
 
 _full_float32_matmuls()
+
+
+# `KERAS_SYNTH_ONE_VARIANT=1` (set by .ci/check_keras_hub only): each test
+# runs for the first synthesizer variant of its parametrization (the
+# `synthesizer` or `variant` argument) and every value of its other
+# arguments. The keras-hub floor check runs the models' tests against the
+# oldest keras-hub allowed; the variants differ in our attention layers,
+# which call no keras-hub code, and each variant is tested in full by the
+# main run of the suite on every backend.
+_VARIANT_ARGUMENTS = ("synthesizer", "variant")
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.environ.get("KERAS_SYNTH_ONE_VARIANT") != "1":
+        return
+    first, kept, dropped = {}, [], []
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        variant = next((params[name] for name in _VARIANT_ARGUMENTS
+                        if name in params), None)
+        if variant is None:
+            kept.append(item)
+            continue
+        key = (item.nodeid.split("[")[0], tuple(sorted(
+            (name, repr(value)) for name, value in params.items()
+            if name not in _VARIANT_ARGUMENTS)))
+        if first.setdefault(key, variant) == variant:
+            kept.append(item)
+        else:
+            dropped.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept

@@ -18,6 +18,7 @@ from recipes import benchmark, cli, registry, serving
 from recipes.glue import tasks
 from recipes.glue import train as glue_train
 from recipes.translate import train as translate_train
+from tests.recipes.core.tensorflow_only import once
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -227,6 +228,7 @@ print(json.dumps(report))
 """
 
 
+@once
 @pytest.mark.parametrize("recipe", sorted(PARSERS) + ["benchmark"])
 def test_flag_errors_come_before_tensorflow(recipe):
     # One fresh process per recipe runs its rows: a bad flag or value is

@@ -28,6 +28,7 @@ from recipes.glue import tsv
 from recipes.lm import data as lm_data
 from recipes.translate import data as translate_data
 from tests.recipes.glue_files import write_glue_task
+from tests.recipes.core.tensorflow_only import once
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -171,6 +172,7 @@ def test_input_paths_with_a_scheme_are_checked_with_gfile(ram):
      "Argument `--model_dir`: the file system gcs:// of 'gcs://bucket/run' "
      "is not known to tf.io.gfile"),
 ])
+@once
 def test_a_path_with_a_scheme_is_checked_before_the_run(
         tmp_path, data_dir, model_dir, message):
     pytest.importorskip("tensorflow")

@@ -17,6 +17,15 @@ subprocesses:
     `results.json` names the exports the registry declares (the SavedModel
     on TensorFlow; elsewhere `export_skipped`, one line, and the `.keras`
     model).
+
+The uninterrupted run (a) is then checked as a user would use it: on
+every backend the SavedModel of the token-id model equals the reloaded
+`.keras` model (JAX) or one line says why it is not written (PyTorch),
+and each recipe's own outputs are checked (`RUN_CHECKS`: GLUE's preset,
+`.keras` model, attention picture and submission file; the LM's samples
+and validation loss; translation's hypotheses; pretraining's preset,
+loaded by the classifier). One run per recipe and backend serves all of
+these checks.
 """
 
 import json
@@ -25,8 +34,10 @@ import subprocess
 import sys
 
 import keras
+import numpy as np
 import pytest
 
+import keras_synth
 from recipes import registry
 from tests.recipes.progress_run import kill_at
 
@@ -101,6 +112,130 @@ def _check_exports(recipe, run_dir, results):
         assert os.path.isfile(results["keras_model"])
 
 
+def _check_logged_exports(run_dir, results, out):
+    """Off TensorFlow: the one logged line saying the SavedModel is
+    skipped, the `.keras` model that reloads, and the token-id model's
+    SavedModel (JAX) or the line saying why not (PyTorch). Returns the
+    reloaded model (None on TensorFlow)."""
+    skipped = f"is skipped on the {BACKEND} backend"
+    if BACKEND == "tensorflow":
+        assert skipped not in out
+        return None
+    lines = [line for line in out.splitlines() if skipped in line]
+    assert len(lines) == 1, out[-3000:]
+    assert lines[0].startswith("The SavedModel export (")
+    assert results["export_skipped"] == lines[0]
+    # `import keras_synth` registers every class the file names.
+    model = keras.saving.load_model(results["keras_model"])
+    assert type(model).__module__.startswith(f"{keras_synth.__name__}.models")
+    if BACKEND == "torch":
+        assert results["export_token_ids"] is None
+        reason = results["export_token_ids_skipped"]
+        assert "torch_xla" in reason and "torch backend" in reason, reason
+        assert f"No SavedModel of the token-id model either: {reason}" in out
+        return model
+    import tensorflow as tf
+
+    path = os.path.join(run_dir, "export_token_ids")
+    assert results["export_token_ids"] == path
+    assert f"Exported a SavedModel (token ids in) to {path}" in out
+    usage = results["export_token_ids_usage"]
+    assert "tensorflow_text" not in usage["python"]
+    assert os.path.isfile(os.path.join(path, "assets", "README.md"))
+    serve = tf.saved_model.load(path).signatures["serving_default"]
+    specs = serve.structured_input_signature[1]
+    assert sorted(specs) == sorted(usage["inputs"])
+    rng = np.random.default_rng(0)
+    length = next(iter(specs.values())).shape[1]
+    inputs = {}
+    for name in specs:  # 3 rows (the batch is open), the last one padded
+        if "padding_mask" in name:
+            value = np.ones((3, length), "int32")
+            value[-1, length // 2:] = 0
+        elif "segment_ids" in name:
+            value = np.zeros((3, length), "int32")
+        elif name == "mask_positions":
+            value = np.tile(np.arange(length, dtype="int32"), (3, 1))
+        else:
+            value = rng.integers(1, 20, (3, length)).astype("int32")
+        inputs[name] = value
+    exported = serve(**{k: tf.constant(v) for k, v in inputs.items()})
+    preprocessor, model.preprocessor = model.preprocessor, None
+    expected = keras.ops.convert_to_numpy(model.predict(inputs, verbose=0))
+    model.preprocessor = preprocessor
+    np.testing.assert_allclose(exported["output_0"].numpy(), expected,
+                               rtol=1e-4, atol=1e-5)
+    return model
+
+
+def _is_png(path):
+    with open(path, "rb") as f:
+        return f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def _check_glue(run_dir, results, out, model):
+    from keras_synth.models import SynthesizerTextClassifier
+
+    args = results["args"]
+    assert f"({BACKEND} backend)" in out or BACKEND == "tensorflow"
+    assert results["optimizer_steps"] == 2 * (
+        args["max_train_examples"] // args["batch_size"])
+    assert results["num_replicas"] == 1
+    # The backup holds the dropout layers' seed states (Keras' weights
+    # files do not), read back by the resumed run above.
+    assert os.path.isfile(os.path.join(run_dir, "backup", "epoch-2",
+                                       "seeds.json"))
+    assert _is_png(os.path.join(run_dir, "attention.png"))
+    lines = open(os.path.join(run_dir, "submission", "builtin.tsv"),
+                 encoding="utf-8").read().splitlines()
+    assert len(lines) == 301
+    # The preset (and off TensorFlow the .keras model) reload on this
+    # backend and agree on raw strings.
+    texts = ["the film was not good .", "the plot is great ."]
+    preset = SynthesizerTextClassifier.from_preset(results["preset"])
+    logits = keras.ops.convert_to_numpy(preset.predict(texts, verbose=0))
+    assert logits.shape == (2, 2) and np.isfinite(logits).all()
+    if model is not None:
+        np.testing.assert_allclose(
+            keras.ops.convert_to_numpy(model.predict(texts, verbose=0)),
+            logits, rtol=1e-5, atol=1e-6)
+
+
+def _check_lm(run_dir, results, out, model):
+    valid = results["evaluation"]["valid"]
+    # Better than a uniform guess after the run, scored per token.
+    assert 0 < valid["loss"] < np.log(results["vocabulary_size"])
+    samples = results["samples"]
+    assert samples and all(s["text"].startswith(s["prompt"])
+                           for s in samples), samples
+    assert _is_png(os.path.join(run_dir, "attention.png"))
+    assert os.path.isfile(os.path.join(run_dir, "preset", "config.json"))
+
+
+def _check_translate(run_dir, results, out, model):
+    assert os.path.isfile(os.path.join(run_dir, "model.keras"))
+    assert os.path.isfile(os.path.join(run_dir, "hypotheses.valid.en"))
+    assert "bleu" in results and "test" in results["bleu"], sorted(results)
+
+
+def _check_pretrain(run_dir, results, out, model):
+    from keras_synth.models import SynthesizerTextClassifier
+
+    assert results["optimizer_steps"] == 2 * results["args"][
+        "steps_per_epoch"]
+    assert results["heldout"]["predicted_tokens"] > 0
+    classifier = SynthesizerTextClassifier.from_preset(results["preset"],
+                                                       num_classes=2)
+    logits = keras.ops.convert_to_numpy(
+        classifier.predict(["a fine film ."], verbose=0))
+    assert logits.shape == (1, 2) and np.isfinite(logits).all()
+
+
+# Checks of a recipe's uninterrupted run beyond the exports, by recipe name.
+RUN_CHECKS = {"glue": _check_glue, "lm": _check_lm,
+              "translate": _check_translate, "pretrain": _check_pretrain}
+
+
 @pytest.mark.parametrize("key, recipe, argv", COMMANDS,
                          ids=[key for key, _, _ in COMMANDS])
 def test_recipe_trains_resumes_after_a_kill_and_exports(key, recipe, argv,
@@ -152,6 +287,11 @@ def test_recipe_trains_resumes_after_a_kill_and_exports(key, recipe, argv,
             "epoch", "0", "1"]
     _check_exports(recipe, straight_dir, uninterrupted)
     _check_exports(recipe, killed_dir, resumed)
+    model = (_check_logged_exports(straight_dir, uninterrupted, straight_out)
+             if recipe.saved_model else None)
+    if recipe.name in RUN_CHECKS:
+        RUN_CHECKS[recipe.name](straight_dir, uninterrupted, straight_out,
+                                model)
     # Dropout (the recipe's default) included: the backup holds the seed
     # states, so the resumed epoch 2 repeats the uninterrupted one.
     got = [h["loss"] for h in resumed["history"]]

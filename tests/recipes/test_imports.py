@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 from recipes import registry
+from tests.recipes.core.tensorflow_only import once
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -58,6 +59,7 @@ print("REPORT " + json.dumps(report))
 """
 
 
+@once
 def test_importing_recipe_modules_leaves_the_backend_alone():
     env = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}
     result = subprocess.run(

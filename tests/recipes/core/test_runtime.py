@@ -13,6 +13,7 @@ from recipes.core import compute
 from recipes.core import devices
 from recipes.core import flags
 from recipes.core import runtime
+from tests.recipes.core.tensorflow_only import once
 from tests.recipes.core.tensorflow_only import requires_tensorflow
 from tests.recipes.two_cpus import ROOT
 from tests.recipes.two_cpus import run_with_two_cpus
@@ -28,6 +29,7 @@ def test_the_backend_is_the_users_choice(monkeypatch):
         runtime.select_backend()
 
 
+@once
 @pytest.mark.parametrize("backend", [None, "tensorflow", "jax", "torch"])
 def test_keras_backend_defaults_to_tensorflow_only_when_unset(backend):
     # A fresh process: KERAS_BACKEND is read before Keras is imported.
