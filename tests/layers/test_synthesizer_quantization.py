@@ -51,7 +51,10 @@ def numpy_int8_rows(w):
 
 
 @pytest.mark.parametrize("variant", sorted(QUANTIZED))
-def test_int8_weights_equal_numpy_quantization(variant):
+def test_int8_weights_equal_numpy_quantization_and_logits_follow_query_start(
+        variant):
+    # One synthesizer quantized alone serves both checks (each built and
+    # quantized the same fresh model).
     _, layer = make_model(variant)
     synthesizer = synthesizer_of(layer, variant)
     floats = {a: to_numpy(getattr(synthesizer, a)) for a in QUANTIZED[variant]}
@@ -69,6 +72,10 @@ def test_int8_weights_equal_numpy_quantization(variant):
         # Half a step of each row's scale at most.
         bound = np.abs(w).max(-1, keepdims=True) / 254 + 1e-6
         assert np.all(np.abs(read - w) <= bound)
+    # Decoding reads rows from `query_start`: the dequantized block there.
+    full = to_numpy(synthesizer.logits(None, None, 0, LENGTH, LENGTH))
+    rows = to_numpy(synthesizer.logits(None, None, 5, 3, 9))
+    np.testing.assert_allclose(rows, full[:, 5:8, :9], rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("variant", sorted(QUANTIZED) + ["random+vanilla"])
@@ -80,17 +87,6 @@ def test_outputs_within_tolerance_of_float(variant):
     actual = to_numpy(model(x))
     error = np.abs(actual - expected).max() / np.abs(expected).max()
     assert 0 < error <= OUTPUT_TOLERANCE, error
-
-
-@pytest.mark.parametrize("variant", sorted(QUANTIZED))
-def test_quantized_logits_follow_query_start(variant):
-    # Decoding reads rows from `query_start`: the dequantized block there.
-    _, layer = make_model(variant)
-    synthesizer = synthesizer_of(layer, variant)
-    synthesizer.quantize("int8")
-    full = to_numpy(synthesizer.logits(None, None, 0, LENGTH, LENGTH))
-    rows = to_numpy(synthesizer.logits(None, None, 5, 3, 9))
-    np.testing.assert_allclose(rows, full[:, 5:8, :9], rtol=1e-6, atol=1e-6)
 
 
 def quantized_round_trip(model, x, path):

@@ -3,6 +3,7 @@ reloaded in onnxruntime / the LiteRT interpreter and compared with Keras;
 where a pair cannot export, the one-line error that names it (the
 measured matrix: docs/export.md)."""
 
+import functools
 import importlib.util
 import re
 
@@ -48,6 +49,32 @@ FAILURES[("onnx", "torch", "decoding_step")] = {
     ALL: "The batch dimensions of `query`, `value` and `key` must be equal"}
 
 
+@functools.lru_cache(maxsize=None)
+def shared_task(task, variant):
+    """`eu.make_task(task, variant)`, built once per test process for
+    this module: the ONNX and LiteRT cells of a (task, variant), its
+    SavedModel test and the argument checks all read the same model.
+    `export_model` traces the model, it changes none of its weights, and
+    every test here feeds the same fixed-shape inputs (copies where it
+    slices them). Cleared at the end of the module (`_free_shared`)."""
+    return eu.make_task(task, variant)
+
+
+@functools.lru_cache(maxsize=None)
+def shared_keras_outputs(task, variant):
+    """`eu.keras_outputs` of `shared_task(task, variant)`: the reference
+    every format's cell compares with (one `predict` per model)."""
+    model, x = shared_task(task, variant)
+    return eu.keras_outputs(model, x)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _free_shared():
+    yield
+    shared_keras_outputs.cache_clear()
+    shared_task.cache_clear()
+
+
 def expected_failure(format, backend, task, variant):
     causes = FAILURES.get((format, backend, task), {})
     return causes.get(variant, causes.get("*"))
@@ -65,7 +92,7 @@ def test_export_matches_keras(format, task, variant, tmp_path):
     if converter is not None and importlib.util.find_spec(converter) is None:
         pytest.skip(f"{format} export on {backend} needs "
                     f"`pip install {PACKAGES[converter]}`")
-    model, x = eu.make_task(task, variant)
+    model, x = shared_task(task, variant)
     path = str(tmp_path / f"model{SUFFIXES[format]}")
     if cause is not None:
         with pytest.raises(ExportError) as error:
@@ -80,7 +107,7 @@ def test_export_matches_keras(format, task, variant, tmp_path):
     missing = eu.runtime_missing(format)
     if missing:
         pytest.skip(f"reloading {format} needs the `{missing}` package")
-    expected = eu.keras_outputs(model, x)
+    expected = shared_keras_outputs(task, variant)
     export_model(model, path, format, batch_size=eu.BATCH,
                  num_predictions=eu.PREDICTIONS)
     got = (eu.run_onnx if format == "onnx" else eu.run_litert)(path, x)
@@ -94,7 +121,7 @@ def test_export_matches_keras(format, task, variant, tmp_path):
 
 
 def test_decoding_step_matches_call_with_cache():
-    model, x = eu.make_task("decoding_step", "random+vanilla")
+    model, x = shared_task("decoding_step", "random+vanilla")
     out = model(x)
     caches = tuple(x[f"cache_{i}"] for i in range(2))
     logits, _, new = model.causal_lm.call_with_cache(
@@ -114,13 +141,13 @@ def test_decoding_step_rejects_bad_arguments():
     lm = eu.causal_lm("random")
     with pytest.raises(ValueError, match=r"`max_length`=9 must be in \[1, 8\]"):
         CachedDecodingStep(lm, max_length=9)
-    classifier, _ = eu.make_task("classifier", "random")
+    classifier, _ = shared_task("classifier", "random")
     with pytest.raises(ValueError, match="SynthesizerCausalLM"):
         CachedDecodingStep(classifier)
 
 
 def test_export_rejects_bad_format_and_path(tmp_path):
-    model, _ = eu.make_task("classifier", "dense")
+    model, _ = shared_task("classifier", "dense")
     with pytest.raises(ValueError, match=r"`format` must be one of .*'tflite'"):
         export_model(model, str(tmp_path / "m.tflite"), "tflite")
     with pytest.raises(ValueError, match=r"`path` must end with '\.onnx'"):
@@ -149,7 +176,7 @@ def test_saved_model_of_token_ids_matches_keras(task, variant, tmp_path):
     """`format="tf_saved_model"` with an open batch: Keras's ExportArchive
     on TensorFlow, jax2tf on JAX; on PyTorch (Keras converts through
     torch_xla, absent from the CPU wheel) the ImportError naming it."""
-    model, x = eu.make_task(task, variant)
+    model, x = shared_task(task, variant)
     path = str(tmp_path / "saved_model")
     backend = keras.backend.backend()
     if backend == "torch" and importlib.util.find_spec("torch_xla") is None:
@@ -168,9 +195,14 @@ def test_saved_model_of_token_ids_matches_keras(task, variant, tmp_path):
     assert {name: spec.shape.as_list() for name, spec in specs.items()} == {
         name: [None, value.shape[1]] for name, value in x.items()}
     # The batch is open: the two rows, then three (the first repeated).
+    # Keras's reference for those rows: its outputs for `x` (the module's
+    # one `predict` of the model), taken row by row; no layer of a task
+    # mixes the rows of a batch, and a `predict` of the three rows only
+    # compiled another predict function for the same rows' outputs.
+    expected = shared_keras_outputs(task, variant)["output"]
     for rows in ([0, 1], [0, 1, 0]):
         feed = {name: value[rows] for name, value in x.items()}
         got = serve(**{k: tf.constant(v) for k, v in feed.items()})
-        want = eu.keras_outputs(model, feed)["output"]
+        want = expected[rows]
         np.testing.assert_allclose(got["output_0"].numpy(), want,
                                    rtol=1e-4, atol=1e-5)

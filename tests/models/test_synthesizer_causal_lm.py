@@ -1,5 +1,6 @@
 """`SynthesizerCausalLM`: fit, cached generate, saving, keras-hub parity."""
 
+import functools
 import os
 
 import keras
@@ -37,6 +38,29 @@ def _backbone(variant="random", vocabulary_size=30, **kwargs):
     for weight in backbone.weights:  # large enough to give peaked logits
         weight.assign(0.3 * rng.standard_normal(weight.shape))
     return backbone
+
+
+@functools.lru_cache(maxsize=None)
+def _shared_backbone(variant):
+    """`_backbone(variant)` built once per test process for the tests
+    that only read it (each wraps it in a task of its own; none trains
+    it, changes its weights or its config). Cleared after the module."""
+    return _backbone(variant)
+
+
+@functools.lru_cache(maxsize=None)
+def _shared_lm():
+    """`_lm("random")` built once per test process for the sampler tests:
+    each `compile(sampler=...)`s it first, which sets the sampler and
+    drops the compiled generate function (`generate` builds a new one)."""
+    return _lm("random")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _free_shared():
+    yield
+    _shared_backbone.cache_clear()
+    _shared_lm.cache_clear()
 
 
 def _tokenizer():
@@ -92,7 +116,7 @@ def _uncached_next(lm):
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_backbone_shapes_and_cache_layout(variant):
-    backbone = _backbone(variant)
+    backbone = _shared_backbone(variant)
     out = backbone(_prompts())
     assert tuple(out.shape) == (3, LENGTH, 16)
     lm = SynthesizerCausalLM(backbone)
@@ -103,7 +127,7 @@ def test_backbone_shapes_and_cache_layout(variant):
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_cached_greedy_equals_uncached_argmax_path(variant):
-    lm = SynthesizerCausalLM(_backbone(variant))
+    lm = SynthesizerCausalLM(_shared_backbone(variant))
     lm.compile(sampler="greedy")
     inputs = _prompts()
     out = lm.generate(inputs, stop_token_ids=None)
@@ -118,7 +142,7 @@ def test_cached_greedy_equals_uncached_argmax_path(variant):
 @pytest.mark.parametrize("variant", ["random", "vanilla"])
 def test_cached_beam_equals_uncached_beam(variant):
     # The beam search reorders the caches between steps.
-    lm = SynthesizerCausalLM(_backbone(variant))
+    lm = SynthesizerCausalLM(_shared_backbone(variant))
     sampler = LengthPenaltyBeamSampler(num_beams=3, length_penalty=0.6)
     lm.compile(sampler=sampler)
     inputs = _prompts()
@@ -147,7 +171,7 @@ def _until_stop(ids, prompt_mask, stop):
 
 
 def test_stop_tokens_end_each_row():
-    lm = SynthesizerCausalLM(_backbone("random"))
+    lm = SynthesizerCausalLM(_shared_backbone("random"))
     inputs = _prompts()
     free = lm.generate(inputs, stop_token_ids=None)["token_ids"]
     stop = int(free[0, 1])  # the first generated token of row 0
@@ -172,7 +196,7 @@ def test_stop_tokens_end_each_row():
                 "length_penalty_beam"]
 )
 def test_every_sampler_generates_strings(sampler):
-    lm = _lm("random")
+    lm = _shared_lm()
     lm.compile(sampler=sampler)
     out = lm.generate(["ROMEO:", "J"], max_length=LENGTH)
     assert len(out) == 2 and all(isinstance(s, str) for s in out)
@@ -180,7 +204,7 @@ def test_every_sampler_generates_strings(sampler):
 
 
 def test_sampler_instance_and_bad_name():
-    lm = _lm("random")
+    lm = _shared_lm()
     lm.compile(sampler=keras_hub.samplers.TopKSampler(k=2, seed=0))
     assert isinstance(lm.generate("ROMEO:"), str)
     with pytest.raises(ValueError, match="'length_penalty_beam'"):
