@@ -17,7 +17,7 @@ relative), so the suite turns TF32 off at start on the backend it runs
 on (TensorFlow: `enable_tensor_float_32_execution(False)`; JAX:
 `jax_default_matmul_precision="highest"`; PyTorch: `allow_tf32 = False`
 for matmuls and cuDNN). The recipes (and their tests) run on every
-backend (tests/recipes/test_recipes_on_backends.py). On a CPU this changes
+backend (tests/recipes/test_harness.py). On a CPU this changes
 nothing. See
 docs/devices.md.
 """
