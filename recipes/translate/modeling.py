@@ -258,10 +258,10 @@ def translate(lm, sentences, batch_size=64, log=None,
     room = preprocessor.encoder_sequence_length - 2  # [CLS] ... [SEP]
     truncated = int(np.sum(lengths > room))
     if truncated and log:
-        log(f"WARNING: {truncated} of {len(sentences)} source sentences "
-            f"have more than {room} tokens (--{length_flag}="
+        log(f"WARNING: {truncated} of {len(sentences)} sources have more "
+            f"than {room} tokens (--{length_flag}="
             f"{preprocessor.encoder_sequence_length} with [CLS] and [SEP]) "
-            "and were cut to them before translation.")
+            "and were cut to them before decoding.")
     return outputs, {
         "sentences": len(sentences),
         "seconds": seconds,

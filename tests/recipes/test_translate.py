@@ -153,7 +153,8 @@ def test_translate_batches_by_length_in_input_order(vocab):
     assert stats["sentences"] == 4 and stats["truncated"] == 1
     messages = []
     modeling.translate(lm, sources, batch_size=3, log=messages.append)
-    assert "1 of 4 source sentences have more than 6 tokens" in messages[0]
+    assert "1 of 4 sources have more than 6 tokens" in messages[0]
+    assert "cut to them before decoding" in messages[0]
 
 
 # --------------------------------------------------------- tfds (mocked)
