@@ -34,7 +34,18 @@
   TensorBoard.
 - `experiment`: the fit-evaluate-export skeleton of every recipe's `run()`
   (`train_and_evaluate`).
+- `seq2seq`: what the encoder-decoder recipes (translate, summarize,
+  dialogue) share before TensorFlow: their flags, their checks, the
+  `Task` a recipe gives `seq2seq_run`.
+- `seq2seq_run`: their training, decoding, scoring and export
+  (`run_seq2seq`, `run`); `seq2seq_model` (the `SynthesizerSeq2SeqLM`,
+  its preprocessor, features and decoding) and `seq2seq_export` (the
+  serving SavedModel) are its TensorFlow parts.
+- `parallel_data`: `Parallel` texts and their readers (`read_lines`,
+  tensorflow_datasets splits).
+- `text_metrics`: ROUGE-1/2/L in pure Python.
 
 Importing these modules needs no TensorFlow and does not select a Keras
-backend: the TensorFlow-specific helpers import it when called.
+backend (except `seq2seq_model` and `seq2seq_export`, which need
+TensorFlow): the TensorFlow-specific helpers import it when called.
 """

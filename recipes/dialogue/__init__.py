@@ -3,8 +3,8 @@
 
 Modules: `data` (PersonaChat's released text format, the built-in chats)
 and `metrics` (sacrebleu's BLEU, ROUGE-L) are pure Python; `train` (the
-command) runs the translation recipe's encoder-decoder
-(`recipes.translate.train.run_seq2seq`) as the summarization recipe does,
+command) runs the shared encoder-decoder
+(`recipes.core.seq2seq_run.run_seq2seq`) as the summarization recipe does,
 and uses TensorFlow.
 """
 

@@ -8,7 +8,7 @@ starts where the number goes back to 1); first its persona lines
 line a turn, `N utterance<TAB>response`, optionally followed by
 `<TAB><reward><TAB>cand1|cand2|...` (the candidates are not used).
 
-Pure Python; files are read through `recipes.translate.data.read_lines`
+Pure Python; files are read through `recipes.core.parallel_data.read_lines`
 (local or gs://, `.gz` by content).
 """
 
@@ -16,12 +16,12 @@ import dataclasses
 import importlib.resources
 import re
 
+from recipes.core import parallel_data
 from recipes.core import storage
 from recipes.core.data_files import DataError
-from recipes.translate import data as translate_data
 
-SPLITS = translate_data.SPLITS
-BUILTIN = translate_data.BUILTIN
+SPLITS = parallel_data.SPLITS
+BUILTIN = parallel_data.BUILTIN
 PERSONAS = ("self", "other", "none")
 FILE_KINDS = ("original", "revised")
 _LINE = re.compile(r"^(\d+) (.*)$")
@@ -46,7 +46,7 @@ def read_dialogues(path, split="train"):
     """
     dialogues, previous = [], 0
     for number, line in enumerate(
-            translate_data.read_lines(path, f"{split} file"), 1):
+            parallel_data.read_lines(path, f"{split} file"), 1):
         def bad(expected):
             return DataError(f"{path}, line {number}: expected {expected}; "
                              f"found {line[:80]!r}")
@@ -88,7 +88,7 @@ def examples(dialogues, max_history, persona=True, source=None):
             history = dialogue.turns[max(0, end - max_history):end]
             sources.append(f"{head}history: {' | '.join(history)}")
             targets.append(dialogue.turns[end])
-    return translate_data.Parallel(sources, targets, source)
+    return parallel_data.Parallel(sources, targets, source)
 
 
 def _with_gz(path):

@@ -1,5 +1,5 @@
 """Dialogue metrics: corpus BLEU-1 and BLEU-4 (sacrebleu), ROUGE-L
-(`recipes.summarize.metrics`), METEOR when nltk has its WordNet corpus.
+(`recipes.core.text_metrics`), METEOR when nltk has its WordNet corpus.
 
 CIDEr is not computed: no well-kept package provides it (pycocoevalcap's
 last release, 1.2, is from 2020); results.json holds `"cider": null`, and
@@ -8,7 +8,7 @@ last release, 1.2, is from 2020); results.json holds `"cider": null`, and
 
 from sacrebleu.metrics import BLEU
 
-from recipes.summarize import metrics as summarize_metrics
+from recipes.core import text_metrics
 
 METEOR_MISSING = ("nltk's METEOR needs the WordNet corpus, a download "
                   "(python -c \"import nltk; nltk.download('wordnet')\")")
@@ -48,11 +48,11 @@ def score(hypotheses, references):
         raise ValueError(f"Expected as many responses as references (at "
                          f"least one); received {len(hypotheses)} and "
                          f"{len(references)}.")
-    tokenize, meteor = summarize_metrics.tokenize, _meteor_score()
+    tokenize, meteor = text_metrics.tokenize, _meteor_score()
     return {
         "bleu1": bleu(hypotheses, references, 1),
         "bleu4": bleu(hypotheses, references, 4),
-        "rougeL": 100 * sum(map(summarize_metrics.rouge_l, hypotheses,
+        "rougeL": 100 * sum(map(text_metrics.rouge_l, hypotheses,
                                 references)) / len(references),
         "meteor": meteor and 100 * sum(
             meteor([tokenize(r)], tokenize(h))

@@ -2,8 +2,8 @@
 (persona + dialogue history -> response), then respond and score
 (BLEU-1/4, ROUGE-L).
 
-The summarization recipe's pattern: the translation recipe's model,
-training, decoding and export (`recipes.translate.train.run_seq2seq`)
+The summarization recipe's pattern: the encoder-decoder recipes' model,
+training, decoding and export (`recipes.core.seq2seq_run.run_seq2seq`)
 with dialogue data and metrics.
 
 Examples:
@@ -22,10 +22,10 @@ from recipes import cli
 from recipes.core import flags
 from recipes.core import presets
 from recipes.core import runtime
+from recipes.core import seq2seq
+from recipes.core import seq2seq_run
 from recipes.dialogue import data as data_lib
 from recipes.dialogue import metrics
-from recipes.summarize import train as summarize
-from recipes.translate import train as seq2seq
 
 PROG = "python -m recipes.dialogue"
 
@@ -61,17 +61,17 @@ def build_parser():
     group.add_argument("--max_history", type=flags.positive_int, default=3,
                        help="Turns of history in the source (the last "
                        "ones, the partner's utterance last).")
-    summarize.add_length_flags(group, "source", "response", 128, 32)
+    seq2seq.add_length_flags(group, "source", "response", 128, 32)
     seq2seq.add_seq2seq_flags(
         parser, "runs/dialogue/<dataset>-<variant>",
         "sources responded to together", "BLEU and ROUGE keep it")
-    presets.defer_defaults(parser, summarize.MODEL_DEFAULTS)
+    presets.defer_defaults(parser, seq2seq.GENERATION_MODEL_DEFAULTS)
     return parser
 
 
 def validate_args(args, check_options=True):
     """Canonicalises `args` in place; ValueError on bad values."""
-    summarize.validate_lengths(args, check_options)
+    seq2seq.validate_lengths(args, PROG, check_options)
     if args.data_dir:
         if args.dataset == data_lib.BUILTIN:
             raise ValueError("--dataset=builtin reads the data shipped with "
@@ -102,15 +102,15 @@ def load_corpus(args):
 def dialogue_task():
     """The `seq2seq.Task`: BLEU-1/4 and ROUGE-L of greedy decoding and beam
     search; results.json `not_computed` says why METEOR/CIDEr are null."""
-    return summarize.generation_task(
+    return seq2seq.generation_task(
         ("source", "response"), metrics.score, metrics.describe, "scores",
         "responses", {"not_computed": metrics.not_computed()})
 
 
 def run(args, log=print):
     """Runs the recipe for parsed `args`; returns the results dict."""
-    return summarize.run_generation(args, validate_args, load_corpus,
-                                    lambda *_: dialogue_task(), log)
+    return seq2seq_run.run(args, PROG, validate_args, load_corpus,
+                           lambda *_: dialogue_task(), log)
 
 
 def main(argv=None):

@@ -2,9 +2,10 @@
 --synthesizer=VARIANT` (document -> summary, ROUGE-1/2/L).
 
 Modules: `data` (`document<TAB>summary` files, the built-in task,
-tensorflow_datasets' cnn_dailymail) and `metrics` (ROUGE, lead-3) are pure
-Python; `train` (the command) runs the translation recipe's encoder-decoder
-(`recipes.translate.train.run_seq2seq`) and uses TensorFlow.
+tensorflow_datasets' cnn_dailymail) and `metrics` (ROUGE's log line,
+lead-3) are pure Python; `train` (the command) runs the shared
+encoder-decoder (`recipes.core.seq2seq_run.run_seq2seq`) and uses
+TensorFlow.
 """
 
 from recipes.registry import SMALL, Recipe

@@ -3,18 +3,18 @@
 (`cnn_dailymail`, the default).
 
 Pure Python except `load_tfds` (which imports tensorflow_datasets when
-called); the files are read through `recipes.translate.data.read_lines`
+called); the files are read through `recipes.core.parallel_data.read_lines`
 (local or gs://, `.gz` by content).
 """
 
 import importlib.resources
 import os
 
+from recipes.core import parallel_data
 from recipes.core.data_files import DataError
-from recipes.translate import data as translate_data
 
-SPLITS = translate_data.SPLITS
-BUILTIN = translate_data.BUILTIN
+SPLITS = parallel_data.SPLITS
+BUILTIN = parallel_data.BUILTIN
 # tensorflow_datasets features (document, summary) of known sets.
 TFDS_FEATURES = {"cnn_dailymail": ("article", "highlights")}
 
@@ -28,7 +28,7 @@ def read_tsv(path, split="train"):
     """
     documents, summaries = [], []
     for number, line in enumerate(
-            translate_data.read_lines(path, f"{split} file"), 1):
+            parallel_data.read_lines(path, f"{split} file"), 1):
         document, tab, summary = line.partition("\t")
         problem = ("no TAB" if not tab else
                    "an empty document" if not document.strip() else
@@ -40,7 +40,7 @@ def read_tsv(path, split="train"):
                 f"found {problem}: {line[:80]!r}")
         documents.append(document)
         summaries.append(summary)
-    return translate_data.Parallel(documents, summaries, path)
+    return parallel_data.Parallel(documents, summaries, path)
 
 
 def load_files(files):
@@ -72,6 +72,6 @@ def load_tfds(name, data_dir=None):
             f"{', '.join([BUILTIN, 'files', *TFDS_FEATURES])}. Received: "
             f"--dataset={name}")
     document, summary = TFDS_FEATURES[name]
-    return translate_data.load_tfds_splits(
+    return parallel_data.load_tfds_splits(
         name, document, summary, data_dir,
         "`document<TAB>summary` files (--train_file/--valid_file/...)")

@@ -2,9 +2,9 @@
 --synthesizer=VARIANT`.
 
 Modules: `data` (parallel text files, the built-in task, tensorflow_datasets)
-is pure Python; `model` (tokenization, the encoder-decoder, loss and
-schedule), `decoding` (greedy and beam search), `export` (the serving
-SavedModel) and `train` (the command) use TensorFlow.
+is pure Python; `train` (the command) runs the shared encoder-decoder
+(`recipes.core.seq2seq_run.run_seq2seq`: the model, decoding, the serving
+SavedModel) and uses TensorFlow.
 """
 
 from recipes.registry import SMALL, Recipe

@@ -78,3 +78,33 @@ def test_importing_recipe_modules_leaves_the_backend_alone():
     assert "recipes.lm.model" in report["all"]
     assert "recipes.lra.model" in report["all"]
     assert set(report["all"].values()) == {None}, report["all"]
+
+
+def _imported_modules(path):
+    """The modules `path` imports (`import a.b`, `from a.b import c`: `a.b`
+    and `a.b.c`), at any depth of the file."""
+    import ast
+
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}"
+                         for alias in node.names)
+    return names
+
+
+def test_no_recipe_imports_another_recipe():
+    """The layering of issue #42: a recipe is one folder over
+    `recipes.core` (and the shared top-level modules); the encoder-decoder
+    recipes import none of each other."""
+    recipes = {"translate", "summarize", "dialogue"}
+    for name in sorted(recipes):
+        for path in sorted((ROOT / "recipes" / name).rglob("*.py")):
+            for module in _imported_modules(path):
+                parts = module.split(".")
+                if parts[0] == "recipes" and len(parts) > 1:
+                    assert parts[1] not in recipes - {name}, (
+                        f"{path.relative_to(ROOT)} imports {module}")

@@ -8,6 +8,7 @@ import gzip
 
 import pytest
 
+from recipes.core import text_metrics
 from recipes.core.data_files import DataError
 from recipes.summarize import data as data_lib
 from recipes.summarize import metrics
@@ -20,35 +21,36 @@ def test_rouge_n_hand_computed():
     # hypothesis "the cat sat" vs reference "the cat sat on the mat":
     # unigrams 3 of 3 and 3 of 6: P=1, R=1/2, F=2/3; bigrams 2 of 2 and
     # 2 of 5: F = 2 * 1 * 0.4 / 1.4.
-    assert metrics.rouge_n("the cat sat", "the cat sat on the mat",
-                           1) == pytest.approx(2 / 3)
-    assert metrics.rouge_n("the cat sat", "the cat sat on the mat",
-                           2) == pytest.approx(0.8 / 1.4)
+    assert text_metrics.rouge_n("the cat sat", "the cat sat on the mat",
+                                1) == pytest.approx(2 / 3)
+    assert text_metrics.rouge_n("the cat sat", "the cat sat on the mat",
+                                2) == pytest.approx(0.8 / 1.4)
     # Clipped counts: "the the the" has one "the" of the reference's two...
-    assert metrics.rouge_n("the the the", "the cat the",
-                           1) == pytest.approx(2 * (2 / 3) * (2 / 3) / (4 / 3))
-    assert metrics.rouge_n("a b", "c d", 1) == 0.0
-    assert metrics.rouge_n("a", "a", 2) == 0.0  # no bigram at all
+    assert text_metrics.rouge_n(
+        "the the the", "the cat the",
+        1) == pytest.approx(2 * (2 / 3) * (2 / 3) / (4 / 3))
+    assert text_metrics.rouge_n("a b", "c d", 1) == 0.0
+    assert text_metrics.rouge_n("a", "a", 2) == 0.0  # no bigram at all
     # Lowercased, punctuation a separator.
-    assert metrics.rouge_n("The CAT, sat.", "the cat sat", 2) == 1.0
+    assert text_metrics.rouge_n("The CAT, sat.", "the cat sat", 2) == 1.0
 
 
 def test_rouge_l_hand_computed():
     # LCS of "a b c d" and "a c b d" is 3 ("a b d" or "a c d"): F = 3/4.
-    assert metrics.rouge_l("a b c d", "a c b d") == pytest.approx(0.75)
+    assert text_metrics.rouge_l("a b c d", "a c b d") == pytest.approx(0.75)
     # LCS 2 ("police killed"), P = 2/4, R = 2/3.
-    assert metrics.rouge_l("police killed the gunman",
-                           "police kill gunman killed") == pytest.approx(
+    assert text_metrics.rouge_l("police killed the gunman",
+                                "police kill gunman killed") == pytest.approx(
         2 * 0.5 * 0.5 / 1.0)
-    assert metrics.rouge_l("x y", "z") == 0.0
+    assert text_metrics.rouge_l("x y", "z") == 0.0
 
 
 def test_corpus_rouge_is_the_mean_in_percent():
-    scores = metrics.rouge(["a b", "c d"], ["a b", "x y"])
+    scores = text_metrics.rouge(["a b", "c d"], ["a b", "x y"])
     assert scores == {"rouge1": 50.0, "rouge2": 50.0, "rougeL": 50.0}
     assert metrics.describe(scores) == "ROUGE-1/2/L 50.00/50.00/50.00"
     with pytest.raises(ValueError, match="as many summaries"):
-        metrics.rouge(["a"], [])
+        text_metrics.rouge(["a"], [])
 
 
 @pytest.mark.parametrize("hyp,ref", [
@@ -63,11 +65,11 @@ def test_rouge_matches_rouge_score(hyp, ref):
     rouge_scorer = pytest.importorskip("rouge_score.rouge_scorer")
     expected = rouge_scorer.RougeScorer(
         ["rouge1", "rouge2", "rougeL"]).score(ref, hyp)
-    assert metrics.rouge_n(hyp, ref, 1) == pytest.approx(
+    assert text_metrics.rouge_n(hyp, ref, 1) == pytest.approx(
         expected["rouge1"].fmeasure)
-    assert metrics.rouge_n(hyp, ref, 2) == pytest.approx(
+    assert text_metrics.rouge_n(hyp, ref, 2) == pytest.approx(
         expected["rouge2"].fmeasure)
-    assert metrics.rouge_l(hyp, ref) == pytest.approx(
+    assert text_metrics.rouge_l(hyp, ref) == pytest.approx(
         expected["rougeL"].fmeasure)
 
 
@@ -113,8 +115,9 @@ def test_builtin_task():
     assert {s: len(p) for s, p in corpus.items()} == {
         "train": 1200, "valid": 100, "test": 100}
     # The summary is not the lead: lead-3 scores far from perfect.
-    assert metrics.rouge([metrics.lead(d) for d in corpus["valid"].src],
-                         corpus["valid"].tgt)["rouge2"] < 20
+    assert text_metrics.rouge(
+        [metrics.lead(d) for d in corpus["valid"].src],
+        corpus["valid"].tgt)["rouge2"] < 20
 
 
 # ------------------------------------------------------------------- flags
@@ -146,13 +149,13 @@ def test_flags_and_lengths():
 
 def test_cut_counts():
     pytest.importorskip("tensorflow_text")
-    from recipes.translate import data as translate_data
-    from recipes.translate import modeling
+    from recipes.core import parallel_data
+    from recipes.core import seq2seq_model as modeling
 
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "c"]
     pre = modeling.make_preprocessor(vocab, vocab, 6, target_length=4,
                                      truncation="allow")
-    pairs = translate_data.Parallel(
+    pairs = parallel_data.Parallel(
         ["a b", "a b c a b", "a", "a"], ["a", "a", "a b c d", ""])
     encoded = modeling.encode_corpus(pre, pairs, cut=True)
     # Sources of more than 4 tokens, targets of more than 3 are cut; the

@@ -26,11 +26,12 @@ import tensorflow as tf  # noqa: E402
 
 from keras_synth.models import InverseSqrtSchedule  # noqa: E402
 from keras_synth.models import SynthesizerSeq2SeqLM  # noqa: E402
+from recipes.core import parallel_data  # noqa: E402
 from recipes.core import run_directory  # noqa: E402
+from recipes.core import seq2seq_model as modeling  # noqa: E402
 from recipes.core import storage  # noqa: E402
 from recipes.core import vocabulary  # noqa: E402
 from recipes.translate import data as data_lib  # noqa: E402
-from recipes.translate import modeling  # noqa: E402
 from recipes.translate import train as train_lib  # noqa: E402
 
 VOCAB = list(vocabulary.RESERVED_TOKENS) + [
@@ -62,7 +63,7 @@ def test_preprocessor_packs_and_detokenizes_as_written():
 
 def test_encode_corpus_drops_long_pairs_and_counts_them():
     pre = modeling.make_preprocessor(VOCAB, VOCAB, max_length=4)
-    pairs = data_lib.Parallel(
+    pairs = parallel_data.Parallel(
         ["ein hund", "ein hund läuft", "ein", "ein hund", ""],
         ["a dog", "a dog", "a dog runs .", "a", "a"])
     encoded = modeling.encode_corpus(pre, pairs)
@@ -95,7 +96,7 @@ def test_encode_corpus_drops_long_pairs_and_counts_them():
 def test_bucketed_batches_pad_source_and_target_up_to_the_next_bucket():
     # JAX (recipes.core.lengths): cut lengths padded up to 16, 32, 40.
     pre = modeling.make_preprocessor(VOCAB, VOCAB, max_length=40)
-    pairs = data_lib.Parallel(["ein hund " * 9, "ein"],
+    pairs = parallel_data.Parallel(["ein hund " * 9, "ein"],
                               ["a dog", "a dog runs ."])
     encoded = modeling.encode_corpus(pre, pairs)
     assert encoded["kept"] == 2

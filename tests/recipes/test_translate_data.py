@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from recipes.core import parallel_data
 from recipes.core.data_files import DataError
 from recipes.translate import data as data_lib
 from recipes.translate import train as train_lib
@@ -31,30 +32,30 @@ def parse(argv):
 def test_read_lines_plain_and_gzipped(tmp_path, compress, newline):
     lines = ["Ein Hund läuft.", "", "Zwei  Männer  "]
     path = write(tmp_path / "x.de", lines, compress, newline)
-    assert data_lib.read_lines(path) == lines
+    assert parallel_data.read_lines(path) == lines
 
 
 def test_gzip_is_recognised_by_content_not_name(tmp_path):
     path = tmp_path / "no_suffix"
     path.write_bytes(gzip.compress("a\nb\n".encode()))
-    assert data_lib.read_lines(str(path)) == ["a", "b"]
+    assert parallel_data.read_lines(str(path)) == ["a", "b"]
     # ... and a file named .gz that isn't compressed is read as text.
     path = write(tmp_path / "plain.gz", ["c"])
-    assert data_lib.read_lines(path) == ["c"]
+    assert parallel_data.read_lines(path) == ["c"]
 
 
 def test_read_lines_errors(tmp_path):
     with pytest.raises(DataError, match=r"no such file"):
-        data_lib.read_lines(str(tmp_path / "missing.de"))
+        parallel_data.read_lines(str(tmp_path / "missing.de"))
     (tmp_path / "empty.de").write_text("")
     with pytest.raises(DataError, match=r"is empty"):
-        data_lib.read_lines(str(tmp_path / "empty.de"))
+        parallel_data.read_lines(str(tmp_path / "empty.de"))
     (tmp_path / "empty.gz").write_bytes(gzip.compress(b""))
     with pytest.raises(DataError, match=r"empty \(no lines\)"):
-        data_lib.read_lines(str(tmp_path / "empty.gz"))
+        parallel_data.read_lines(str(tmp_path / "empty.gz"))
     (tmp_path / "latin1.de").write_bytes("Straße\n".encode("latin-1"))
     with pytest.raises(DataError, match=r"not UTF-8"):
-        data_lib.read_lines(str(tmp_path / "latin1.de"))
+        parallel_data.read_lines(str(tmp_path / "latin1.de"))
 
 
 def test_read_parallel_checks_line_counts(tmp_path):

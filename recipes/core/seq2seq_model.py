@@ -1,6 +1,7 @@
-"""The recipe's use of `keras_synth.models.SynthesizerSeq2SeqLM`: its
-preprocessor, the training pairs as features, the schedule and compile
-arguments of the paper's base setup, and batched translation.
+"""The encoder-decoder recipes' use of
+`keras_synth.models.SynthesizerSeq2SeqLM`: its preprocessor, the training
+pairs as features, the schedule and compile arguments of the paper's base
+setup, and batched translation.
 
 TensorFlow backend only (tf.data, tensorflow-text's WordPiece).
 """
@@ -68,7 +69,7 @@ def token_lengths(tokenizer, strings):
 
 
 def encode_corpus(preprocessor, parallel, cut=False):
-    """A `data.Parallel` split as padded NumPy features of the model.
+    """A `parallel_data.Parallel` split as padded NumPy features of the model.
 
     Pairs whose source does not fit `[CLS] source [SEP]` in `max_length`
     tokens, or whose target does not fit `[CLS] target` (and `target
