@@ -51,6 +51,34 @@ def kill_at(process, epoch, batch, timeout=300):
     return seen
 
 
+def run_here(module, argv):
+    """Runs `python -m module ARGV` in this process: the module's
+    `__main__` as `python -m` runs it, its standard output and error
+    captured together. Returns `(exit status, output)`.
+
+    For a recipe run a test only reads: the recipes as processes (started,
+    killed, resumed) are the harness's, and a process would add its
+    imports (about 10 s on 2 CPU cores) to every run.
+    """
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    saved = sys.argv[:]
+    sys.argv[:] = [module, *argv]
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            try:
+                runpy.run_module(module, run_name="__main__", alter_sys=True)
+                code = 0
+            except SystemExit as exit:
+                code = exit.code if isinstance(exit.code, int) else (
+                    0 if exit.code is None else 1)
+    finally:
+        sys.argv[:] = saved
+    return code, out.getvalue()
+
+
 def main():
     fit = keras.Model.fit
 

@@ -2,15 +2,17 @@
 
 For each smoke command of `recipes.registry` (`python -m recipes.<name>`,
 a tiny built-in task, the recipe's default `--dropout`), on the backend of
-the test run (`KERAS_BACKEND`: tensorflow, jax or torch), in real
-subprocesses:
+the test run (`KERAS_BACKEND`: tensorflow, jax or torch):
 
-(a) two epochs uninterrupted;
-(b) the same command in a new folder, SIGKILLed in the middle of epoch 2
-    (`tests/recipes/progress_run.py`), run alongside (a): it trained all
-    of epoch 1 and part of epoch 2, and its folder holds epoch 1's backup
+(a) two epochs uninterrupted, in the test process (the module's
+    `__main__`, as `python -m` runs it: `progress_run.run_here`; a third
+    process per recipe would add only its imports);
+(b) the same command in a new folder, a process SIGKILLed in the middle
+    of epoch 2 (`tests/recipes/progress_run.py`): it trained all of epoch
+    1 and part of epoch 2, and its folder holds epoch 1's backup
     (`backup/LATEST` names `epoch-1`) and no `results.json`;
-(c) (b) resumed: it trains epoch 2 only, whole; its per-epoch history
+(c) (b) resumed, a new process: it trains epoch 2 only, whole; its
+    per-epoch history
     (`results.json` `history`: the losses, metrics and validation
     metrics) and `history.csv` equal (a)'s (to `LOSS_RTOL`), as do its
     optimizer steps; one backup is left, the last, and nothing temporary;
@@ -40,6 +42,7 @@ import pytest
 import keras_synth
 from recipes import registry
 from tests.recipes.progress_run import kill_at
+from tests.recipes.progress_run import run_here
 
 BACKEND = keras.backend.backend()
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -243,13 +246,11 @@ def test_recipe_trains_resumes_after_a_kill_and_exports(key, recipe, argv,
                                                          record_property):
     straight_dir = str(tmp_path / "straight")
     killed_dir = str(tmp_path / "killed")
-    straight = _start(recipe.module,
-                      straight_dir, argv)
-    try:
-        seen = _batches(kill_at(_start(recipe.module, killed_dir, argv),
-                                epoch=2, batch=2, timeout=TIMEOUT))
-    finally:
-        straight_out = _finish(straight)
+    seen = _batches(kill_at(_start(recipe.module, killed_dir, argv),
+                            epoch=2, batch=2, timeout=TIMEOUT))
+    code, straight_out = run_here(recipe.module, [
+        *argv, "--epochs=2", f"--model_dir={straight_dir}"])
+    assert code == 0, straight_out[-3000:]
     # Killed in epoch 2 after all of epoch 1 (a batch or two more may run
     # while the signal is on its way, not the whole epoch), after epoch 1's
     # backup and before results.json.

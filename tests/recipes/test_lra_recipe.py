@@ -6,18 +6,15 @@ test_harness.py)."""
 
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from tests.recipes.core.tensorflow_only import requires_tensorflow
+from tests.recipes.progress_run import run_here
 
 pytestmark = requires_tensorflow
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
 TINY = ["--hidden_dim=16", "--num_heads=2", "--num_layers=1",
         "--batch_size=8", "--learning_rate=3e-3", "--verbose=2",
         "--no_tensorboard", "--seed=0", "--epochs=3", "--steps_per_epoch=4"]
@@ -31,25 +28,20 @@ TASKS = {
 }
 
 
-def _start(run_dir, cache_dir, *extra):
-    env = dict(os.environ, KERAS_BACKEND="tensorflow", PYTHONUNBUFFERED="1",
-               PYTHONPATH=REPO)
-    return subprocess.Popen(
-        [sys.executable, "-m", "tests.recipes.progress_run", "recipes.lra",
-         f"--model_dir={run_dir}", f"--cache_dir={cache_dir}", *TINY,
-         *extra],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True)
+def _run(run_dir, cache_dir, *extra):
+    """`python -m recipes.lra ...` in this process; returns its output."""
+    code, out = run_here("recipes.lra", [
+        f"--model_dir={run_dir}", f"--cache_dir={cache_dir}", *TINY, *extra])
+    assert code == 0, out[-3000:]
+    return out
 
 
 @pytest.mark.parametrize("task", sorted(TASKS))
 def test_trains_reports_and_exports(tmp_path, task):
-    """One run of 3 epochs (each task killed and resumed on every backend:
-    tests/recipes/test_harness.py)."""
+    """One run of 3 epochs, in the test process (each task run as a process,
+    killed and resumed on every backend: tests/recipes/test_harness.py)."""
     run_dir, cache = str(tmp_path / "run"), str(tmp_path / "cache")
-    process = _start(run_dir, cache, *TASKS[task])
-    out, _ = process.communicate(timeout=300)
-    assert process.returncode == 0, out[-3000:]
+    out = _run(run_dir, cache, *TASKS[task])
     with open(os.path.join(run_dir, "results.json")) as f:
         results = json.load(f)
     assert results["optimizer_steps"] == results["steps_reached"] == 12
@@ -91,15 +83,12 @@ def _check_lra_files_run(tmp_path, cache):
     written in their format; the run trains on the same examples."""
     [folder] = os.listdir(cache)
     run_dir = str(tmp_path / "files")
-    env = dict(os.environ, KERAS_BACKEND="tensorflow", PYTHONPATH=REPO)
-    done = subprocess.run(
-        [sys.executable, "-m", "recipes.lra", "--task=listops",
-         f"--data_dir={os.path.join(cache, folder)}", "--max_length=128",
-         f"--model_dir={run_dir}", *TINY, "--epochs=1", "--no_export",
-         "--no_attention_plot"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert "LRA's files in" in done.stdout
+    code, out = run_here("recipes.lra", [
+        "--task=listops", f"--data_dir={os.path.join(cache, folder)}",
+        "--max_length=128", f"--model_dir={run_dir}", *TINY, "--epochs=1",
+        "--no_export", "--no_attention_plot"])
+    assert code == 0, out[-3000:]
+    assert "LRA's files in" in out
     with open(os.path.join(run_dir, "results.json")) as f:
         results = json.load(f)
     assert results["source"].startswith("ListOps (LRA's files in")
@@ -122,14 +111,11 @@ def _check_files_run(tmp_path, reviews):
                             for label, body in reviews["test"][:8]),
                     encoding="utf-8")
     run_dir = str(tmp_path / "files")
-    env = dict(os.environ, KERAS_BACKEND="tensorflow", PYTHONPATH=REPO)
-    done = subprocess.run(
-        [sys.executable, "-m", "recipes.lra", "--task=text",
-         "--dataset=files", f"--train_file={train}", f"--test_file={test}",
-         "--max_length=256", f"--model_dir={run_dir}", *TINY, "--epochs=1",
-         "--no_export", "--no_attention_plot"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    code, out = run_here("recipes.lra", [
+        "--task=text", "--dataset=files", f"--train_file={train}",
+        f"--test_file={test}", "--max_length=256", f"--model_dir={run_dir}",
+        *TINY, "--epochs=1", "--no_export", "--no_attention_plot"])
+    assert code == 0, out[-3000:]
     with open(os.path.join(run_dir, "results.json")) as f:
         results = json.load(f)
     assert results["classes"] == ["neg", "pos"]

@@ -15,6 +15,7 @@ import pytest
 
 from tests.recipes.core.tensorflow_only import requires_tensorflow
 from tests.recipes.progress_run import kill_at
+from tests.recipes.progress_run import run_here
 
 pytestmark = requires_tensorflow
 
@@ -39,6 +40,12 @@ def _start(objective, run_dir, *extra):
         text=True)
 
 
+def _run_here(objective, run_dir, *extra):
+    """The recipe in this process: `(exit status, output)`."""
+    return run_here("recipes.pretrain", [
+        f"--objective={objective}", f"--model_dir={run_dir}", *TINY, *extra])
+
+
 def _results(run_dir):
     with open(os.path.join(run_dir, "results.json")) as f:
         return json.load(f)
@@ -56,9 +63,10 @@ def test_trains_scores_and_resumes_after_a_kill(tmp_path, objective, killed):
         seen = kill_at(_start(objective, run_dir, *args), epoch=2, batch=3)
         assert not os.path.exists(os.path.join(run_dir, "results.json"))
 
-    process = _start(objective, run_dir, *args)
-    out, _ = process.communicate(timeout=300)
-    assert process.returncode == 0, out[-3000:]
+    # The run (or the resumed run) in this process: the recipe as a fresh
+    # process is the harness's (tests/recipes/test_harness.py).
+    code, out = _run_here(objective, run_dir, *args)
+    assert code == 0, out[-3000:]
     # Nothing of the corpus is dropped: the log says how it was packed.
     packed = next(line for line in seen + out.splitlines()
                   if line.startswith("Packed"))
@@ -87,9 +95,8 @@ def test_glue_fine_tunes_the_pretrained_backbone(tmp_path):
     from recipes.glue import model as glue_model
 
     run_dir = str(tmp_path / "mlm")
-    process = _start("mlm", run_dir, "--epochs=1", "--steps_per_epoch=4")
-    out, _ = process.communicate(timeout=300)
-    assert process.returncode == 0, out[-3000:]
+    code, out = _run_here("mlm", run_dir, "--epochs=1", "--steps_per_epoch=4")
+    assert code == 0, out[-3000:]
     preset = os.path.join(run_dir, "preset")
     pretrained = SynthesizerBackbone.from_preset(preset)
     model, _ = glue_model.build_model(
@@ -104,30 +111,26 @@ def test_glue_fine_tunes_the_pretrained_backbone(tmp_path):
         1, 3)
 
     # The recipe end to end from the preset, its flags checked against it.
-    env = dict(os.environ, KERAS_BACKEND="tensorflow", PYTHONPATH=REPO)
-    glue = [sys.executable, "-m", "recipes.glue", "--task=builtin",
-            f"--preset={preset}", "--max_train_examples=64",
-            "--batch_size=16", "--epochs=1", "--no_export",
-            "--no_tensorboard", f"--model_dir={tmp_path / 'glue'}"]
-    bad = subprocess.run(glue + ["--hidden_dim=32"], cwd=REPO, env=env,
-                         capture_output=True, text=True, timeout=120)
-    assert bad.returncode == 2
-    assert "`--hidden_dim=32` contradicts the preset" in bad.stderr
-    done = subprocess.run(glue, cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert "from the preset" in done.stdout
+    glue = ["--task=builtin", f"--preset={preset}",
+            "--max_train_examples=64", "--batch_size=16", "--epochs=1",
+            "--no_export", "--no_tensorboard",
+            f"--model_dir={tmp_path / 'glue'}"]
+    code, out = run_here("recipes.glue", glue + ["--hidden_dim=32"])
+    assert code == 2
+    assert "`--hidden_dim=32` contradicts the preset" in out
+    code, out = run_here("recipes.glue", glue)
+    assert code == 0, out[-3000:]
+    assert "from the preset" in out
 
     # With LoRA: the adapters and the head train, the rest stays the
     # preset's; the run's preset holds the merged weights.
     lora_dir = str(tmp_path / "lora")
-    done = subprocess.run(
-        [a for a in glue if not a.startswith(("--model_dir", "--no_export"))]
+    code, out = run_here("recipes.glue", [
+        a for a in glue if not a.startswith(("--model_dir", "--no_export"))]
         + ["--lora_rank=4", "--learning_rate=1e-2",
-           f"--model_dir={lora_dir}"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert "(LoRA rank 4 on value, attention_output" in done.stdout
+           f"--model_dir={lora_dir}"])
+    assert code == 0, out[-3000:]
+    assert "(LoRA rank 4 on value, attention_output" in out
     adapted = SynthesizerBackbone.from_preset(preset)
     adapted.enable_lora(4)
     head = pretrained.hidden_dim * 2 + 2

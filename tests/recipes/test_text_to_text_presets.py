@@ -1,22 +1,18 @@
 """`--preset` of recipes.summarize and recipes.dialogue end to end, on the
-suite's backend: `python -m recipes.pretrain --objective=span_corruption`
-writes a preset, and each recipe fine-tunes from it at tiny sizes. The
+suite's backend: `recipes.pretrain --objective=span_corruption` writes a
+preset (its `main`, in the test process: the recipes as processes are
+tested by tests/recipes/test_harness.py), and each recipe fine-tunes from it at tiny sizes. The
 model starts from the preset's weights and vocabulary, training changes
 them, and results.json holds the scores; a flag that contradicts the
 preset is refused (exit 2)."""
 
 import json
-import os
-import subprocess
-import sys
 
 import keras
 import numpy as np
 import pytest
 
-BACKEND = keras.backend.backend()
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
+from recipes.pretrain import train as pretrain
 # Encoder input of 24 tokens: the preset's max_sequence_length.
 PRETRAIN = ["--objective=span_corruption", "--synthesizer=dense+vanilla",
             "--hidden_dim=16", "--num_heads=2", "--num_layers=1",
@@ -37,12 +33,7 @@ SCORES = {"summarize": ("rouge", ("rouge1", "rouge2", "rougeL")),
 @pytest.fixture(scope="module")
 def preset(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("pretrain") / "run"
-    env = dict(os.environ, KERAS_BACKEND=BACKEND, PYTHONPATH=REPO)
-    done = subprocess.run(
-        [sys.executable, "-m", "recipes.pretrain", *PRETRAIN,
-         f"--model_dir={run_dir}"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert pretrain.main(PRETRAIN + [f"--model_dir={run_dir}"]) == 0
     path = run_dir / "preset"
     assert (path / "config.json").is_file()
     return str(path)
@@ -60,7 +51,7 @@ def test_fine_tunes_from_a_span_corruption_preset(tmp_path, monkeypatch,
 
     from keras_synth.models import SynthesizerSeq2SeqBackbone
     from recipes.core import presets
-    from recipes.translate import modeling
+    from recipes.core import seq2seq_model as modeling
 
     train_lib = importlib.import_module(f"recipes.{recipe}.train")
     pretrained = SynthesizerSeq2SeqBackbone.from_preset(preset)
