@@ -90,6 +90,12 @@ def add_seq2seq_flags(parser, model_dir_default, decode_help, case_help):
     group.add_argument("--decode_batch_size", type=flags.positive_int,
                        default=64,
                        help=decode_help.capitalize() + ".")
+    group.add_argument("--max_decode_examples", type=flags.positive_int,
+                       default=None,
+                       help="Decode and score only the first N pairs of "
+                       "each evaluated split (default: all); the log and "
+                       "results.json `decoded_pairs` say how many of how "
+                       "many. The validation loss still uses every pair.")
     flags.add_output_switches(group)
     group = parser.add_argument_group("fine-tuning")
     group.add_argument(
@@ -108,6 +114,7 @@ def add_seq2seq_flags(parser, model_dir_default, decode_help, case_help):
 # further; with a fixed `--warmup_steps` the schedule does not change).
 RUNTIME_FLAGS = run_directory.RUNTIME_FLAGS | {
     "beam_size", "length_penalty", "decode_batch_size", "tgt_vocab_file",
+    "max_decode_examples",
     "epochs", "time_budget_minutes",
 }
 

@@ -144,6 +144,16 @@ def run_seq2seq(args, prog, corpus, run_dir, strategy, task, wall_start,
         # The preprocessor is attached now: `fit` was fed features.
         model.preprocessor = preprocessor
         outputs = {}
+        decoded = {}
+        for split in ("valid", "test"):
+            if split not in corpus:
+                continue
+            pairs = corpus[split].head(args.max_decode_examples)
+            decoded[split] = {"decoded": len(pairs), "of": len(corpus[split])}
+            if len(pairs) < len(corpus[split]):
+                log(f"{split}: decoding and scoring the first {len(pairs)} "
+                    f"of {len(corpus[split])} pairs (--max_decode_examples="
+                    f"{args.max_decode_examples}).")
         for beam_size in task.searches(args):
             modeling.set_sampler(model, beam_size, args.length_penalty)
             search = "greedy" if beam_size == 1 else f"beam {beam_size}"
@@ -151,7 +161,7 @@ def run_seq2seq(args, prog, corpus, run_dir, strategy, task, wall_start,
             for split in ("valid", "test"):
                 if split not in corpus:
                     continue
-                pairs = corpus[split]
+                pairs = corpus[split].head(args.max_decode_examples)
                 hypotheses, stats = modeling.translate(
                     model, pairs.src, batch_size=args.decode_batch_size,
                     log=log, length_flag=task.length_flag)
@@ -176,6 +186,7 @@ def run_seq2seq(args, prog, corpus, run_dir, strategy, task, wall_start,
             "cross_attention_synthesizer": args.cross_attention_synthesizer,
             "vocabulary_size": {"src": len(src_vocab),
                                 "tgt": len(tgt_vocab)},
+            "decoded_pairs": decoded,
             "train_pairs": encoded["kept"],
             "train_pairs_dropped": encoded["dropped"],
             **speed,

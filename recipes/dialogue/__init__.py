@@ -17,5 +17,6 @@ RECIPE = Recipe(
         "--dataset=builtin", "--synthesizer=dense",
         "--max_source_length=48", "--max_target_length=16",
         "--vocab_size=300", "--max_train_examples=128", "--batch_size=32",
-        "--warmup_steps=2", "--beam_size=2", *SMALL)},
+        "--warmup_steps=2", "--beam_size=2", "--max_decode_examples=32",
+        *SMALL)},
     exports=("keras_model",), saved_model=True)

@@ -94,7 +94,8 @@ def summarization_task(args, corpus, log=print):
     lead3 = {}
     for split in ("valid", "test"):
         if split in corpus:
-            pairs = corpus[split]
+            # The pairs the model's summaries are scored on.
+            pairs = corpus[split].head(args.max_decode_examples)
             lead3[split] = text_metrics.rouge(
                 [metrics.lead(d) for d in pairs.src], pairs.tgt)
             log(f"{split}: lead-3 baseline {metrics.describe(lead3[split])}.")

@@ -16,5 +16,5 @@ RECIPE = Recipe(
         "--src=de", "--tgt=en", "--dataset=builtin",
         "--synthesizer=random+vanilla", "--max_length=16", "--vocab_size=300",
         "--max_train_examples=128", "--batch_size=32", "--warmup_steps=2",
-        "--beam_size=2", *SMALL)},
+        "--beam_size=2", "--max_decode_examples=32", *SMALL)},
     exports=("keras_model",), saved_model=True)

@@ -26,10 +26,11 @@ from tests.models.model_utils import make_classifier
 from tests.models.model_utils import to_numpy
 from keras_synth.models.quantization import keras_hub_can_quantize
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.skipif(
     not keras_hub_can_quantize(),
     reason="keras-hub<0.23 cannot quantize its ReversibleEmbedding under "
-    "this Keras (test_quantize_keras_hub_floor.py checks the error)")
+    "this Keras (test_quantize_keras_hub_floor.py checks the error)"),
+    pytest.mark.usefixtures("frozen_heap")]
 
 LENGTH = 12
 # |int8 task output - float| <= TOLERANCE * max |float output| (the logits):

@@ -215,10 +215,36 @@ def _check_lm(run_dir, results, out, model):
     assert os.path.isfile(os.path.join(run_dir, "preset", "config.json"))
 
 
+def _check_decoded(results, out):
+    """An encoder-decoder's smoke command decodes the first
+    `--max_decode_examples` pairs of each split, counted and logged."""
+    limit = results["args"]["max_decode_examples"]
+    for split, count in results["decoded_pairs"].items():
+        assert count["decoded"] == limit < count["of"], results[
+            "decoded_pairs"]
+        assert (f"{split}: decoding and scoring the first {limit} of "
+                f"{count['of']} pairs (--max_decode_examples={limit})."
+                ) in out, out[-3000:]
+    return limit
+
+
 def _check_translate(run_dir, results, out, model):
     assert os.path.isfile(os.path.join(run_dir, "model.keras"))
-    assert os.path.isfile(os.path.join(run_dir, "hypotheses.valid.en"))
+    limit = _check_decoded(results, out)
+    with open(os.path.join(run_dir, "hypotheses.valid.en"),
+              encoding="utf-8") as f:
+        assert len(f.read().splitlines()) == limit
     assert "bleu" in results and "test" in results["bleu"], sorted(results)
+
+
+def _check_text_to_text(run_dir, results, out, model):
+    limit = _check_decoded(results, out)
+    outputs, = {"summaries", "responses"} & set(results)
+    for split in ("valid", "test"):
+        for search in ("greedy", "beam2"):
+            with open(results[outputs][search][split],
+                      encoding="utf-8") as f:
+                assert len(f.read().splitlines()) == limit, (split, search)
 
 
 def _check_pretrain(run_dir, results, out, model):
@@ -236,7 +262,9 @@ def _check_pretrain(run_dir, results, out, model):
 
 # Checks of a recipe's uninterrupted run beyond the exports, by recipe name.
 RUN_CHECKS = {"glue": _check_glue, "lm": _check_lm,
-              "translate": _check_translate, "pretrain": _check_pretrain}
+              "translate": _check_translate, "pretrain": _check_pretrain,
+              "summarize": _check_text_to_text,
+              "dialogue": _check_text_to_text}
 
 
 @pytest.mark.parametrize("key, recipe, argv", COMMANDS,

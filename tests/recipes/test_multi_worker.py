@@ -263,7 +263,9 @@ TRANSLATE = ["--src=de", "--tgt=en", "--dataset=builtin",
              "--batch_size=32", "--max_length=24", "--hidden_dim=16",
              "--num_heads=2", "--num_layers=1", "--vocab_size=200",
              "--learning_rate=3e-3", "--warmup_steps=2", "--beam_size=1",
-             "--dropout=0", "--verbose=2", "--no_tensorboard"]
+             "--dropout=0", "--verbose=2", "--no_tensorboard",
+             "--max_decode_examples=40"]
+DECODED = 40
 
 
 def test_two_workers_translate_as_one_process_on_two_cpus(tmp_path):
@@ -292,6 +294,9 @@ def test_two_workers_translate_as_one_process_on_two_cpus(tmp_path):
     from recipes.translate import train as translate_train
 
     test = data_lib.load_files(data_lib.builtin_files("de", "en"))["test"]
+    assert results["decoded_pairs"]["test"] == {"decoded": DECODED,
+                                                "of": len(test)}
+    test = test.head(DECODED)  # the pairs the run decoded and scored
     translate = tf.saved_model.load(
         results["export"]).signatures["translate"]
     exported = []

@@ -25,6 +25,7 @@ FINE_TUNE = ["--dataset=builtin", "--max_source_length=24",
              "--max_target_length=12", "--max_train_examples=64",
              "--batch_size=16", "--epochs=1", "--warmup_steps=2",
              "--learning_rate=1e-2", "--beam_size=1", "--no_export",
+             "--max_decode_examples=16",
              "--no_tensorboard", "--verbose=0", "--seed=0"]
 SCORES = {"summarize": ("rouge", ("rouge1", "rouge2", "rougeL")),
           "dialogue": ("scores", ("bleu1", "bleu4", "rougeL"))}

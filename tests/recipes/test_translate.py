@@ -181,7 +181,9 @@ TINY = ["--src=de", "--tgt=en", "--dataset=builtin", "--max_length=24",
         "--hidden_dim=32", "--num_heads=2", "--num_layers=1",
         "--vocab_size=300", "--batch_size=32", "--max_train_examples=512",
         "--learning_rate=3e-3", "--warmup_steps=10", "--beam_size=2",
-        "--decode_batch_size=100", "--verbose=0", "--dropout=0.0"]
+        "--decode_batch_size=100", "--verbose=0", "--dropout=0.0",
+        "--max_decode_examples=48"]
+DECODED = 48  # of the built-in 200 valid and 200 test pairs
 
 
 def run(argv):
@@ -209,11 +211,15 @@ def test_end_to_end_train_resume_decode_score_export(tmp_path):
     references = data_lib.load_files(data_lib.builtin_files("de", "en"))
     for split in ("valid", "test"):
         assert saved["decoding"][split]["sentences_per_second"] > 0
+        assert saved["decoded_pairs"][split] == {"decoded": DECODED,
+                                                 "of": 200}
         with open(saved["hypotheses"][split], encoding="utf-8") as f:
             hypotheses = f.read().splitlines()
-        assert len(hypotheses) == 200
-        # The scores are those of the written translations.
-        _assert_scores(saved, split, hypotheses, references[split].tgt)
+        assert len(hypotheses) == DECODED
+        # The scores are those of the written translations, against the
+        # references of the pairs decoded.
+        _assert_scores(saved, split, hypotheses,
+                       references[split].tgt[:DECODED])
     # Training helped: better than the first epoch's translations.
     assert results["chrf"]["test"] > first["chrf"]["test"]
     # A different configuration is refused.
