@@ -8,6 +8,10 @@ from keras import ops
 
 from keras_synth.layers import SynthesizerAttention
 
+# `quantize` drops Keras variables: a full garbage collection each
+# (tests/conftest.py `frozen_heap`).
+pytestmark = pytest.mark.usefixtures("frozen_heap")
+
 LENGTH = 16
 # Variant -> the attributes that become int8.
 QUANTIZED = {

@@ -16,6 +16,10 @@ from recipes.glue import model as model_lib
 from recipes.glue import quantize
 from recipes.glue import tasks
 
+# `quantize` drops Keras variables: a full garbage collection each
+# (tests/conftest.py `frozen_heap`).
+pytestmark = pytest.mark.usefixtures("frozen_heap")
+
 
 def _sizes(path):
     if os.path.isfile(path):
