@@ -80,6 +80,12 @@ _SMALL = ["--epochs=1", "--max_train_examples=64", "--batch_size=32",
 SHORT_RUNS = {
     "recipes.glue": _SMALL,
     "recipes.translate": _SMALL + ["--beam_size=1", "--warmup_steps=1"],
+    "recipes.summarize": [
+        "--epochs=1", "--max_train_examples=64", "--batch_size=32",
+        "--hidden_dim=16", "--num_heads=2", "--num_layers=1",
+        "--vocab_size=200", "--max_source_length=32",
+        "--max_target_length=12", "--beam_size=1", "--warmup_steps=1",
+        "--max_decode_examples=8", "--no_tensorboard", "--verbose=0"],
     "recipes.lm": ["--epochs=1", "--max_train_examples=200",
                    "--batch_size=32", "--hidden_dim=16", "--num_heads=2",
                    "--num_layers=1", "--sequence_length=32",

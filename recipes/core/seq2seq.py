@@ -164,6 +164,32 @@ def validate_seq2seq_args(args, prog, check_options=True):
                          "`--vocab=separate`.")
 
 
+@dataclasses.dataclass(frozen=True)
+class Endpoint:
+    """The serving signature of a recipe's SavedModel.
+
+    Attributes:
+        signature: the signature's name (`reloaded.signatures[name]`).
+        input_name: its string input, a `(batch,)` tensor of raw texts.
+        output_name: its string output, `(batch,)`, detokenized.
+        example: a raw input text for the usage example.
+    """
+
+    signature: str
+    input_name: str
+    output_name: str
+    example: str
+
+    @property
+    def what(self):
+        """How the log line describes the export."""
+        return f"signature {self.signature!r}, strings in and out"
+
+
+TRANSLATE = Endpoint("translate", "source", "translation",
+                     "Ein kleiner Hund spielt im Park.")
+
+
 @dataclasses.dataclass
 class Task:
     """What an encoder-decoder recipe adds to `run_seq2seq`.
@@ -182,6 +208,8 @@ class Task:
             results.json `cut`, with the sources cut per evaluated split)
             rather than dropped.
         length_flag: the flag of the source length (messages).
+        endpoint: the SavedModel's signature, input and output names
+            (an `Endpoint`; None: translation's, `TRANSLATE`).
     """
 
     sides: tuple
@@ -192,6 +220,7 @@ class Task:
     output_file: object = None
     cut: bool = False
     length_flag: str = "max_length"
+    endpoint: object = None
 
 
 def add_length_flags(group, source, target, source_default,
@@ -231,7 +260,7 @@ def search_name(beam_size):
 
 
 def generation_task(sides, score, describe, scores_key, outputs_key,
-                    extra=None):
+                    endpoint, extra=None):
     """The `Task` of a text-to-text recipe (summarization,
     dialogue): greedy decoding and beam search (`--beam_size` > 1), long
     sources cut; results.json `scores_key` `{search: {split: scores}}`,
@@ -253,4 +282,4 @@ def generation_task(sides, score, describe, scores_key, outputs_key,
         score=score, describe=describe, results=results,
         output_file=lambda split, beam: (
             f"{outputs_key}.{split}.{search_name(beam)}.txt"),
-        cut=True, length_flag="max_source_length")
+        cut=True, length_flag="max_source_length", endpoint=endpoint)

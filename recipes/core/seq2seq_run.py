@@ -197,9 +197,13 @@ def run_seq2seq(args, prog, corpus, run_dir, strategy, task, wall_start,
                            for split, o in outputs[beam_size].items()}}}
                if task.cut else {}),
         }
+    endpoint = task.endpoint or seq2seq.TRANSLATE
     saved_model = experiment.saved_model_export(
-        args, run_dir, export_lib.export_saved_model, export_lib.export_usage,
-        "signature 'translate', strings in and out", log)
+        args, run_dir,
+        lambda path, model: export_lib.export_saved_model(path, model,
+                                                          endpoint),
+        lambda path: export_lib.export_usage(path, endpoint), endpoint.what,
+        log)
 
     def export(model):  # on the chief, the preprocessor attached
         results = saved_model(model)

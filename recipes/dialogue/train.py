@@ -99,12 +99,21 @@ def load_corpus(args):
     return data_lib.load(files, args.max_history, args.persona != "none")
 
 
+# The SavedModel's signature: `respond(source=...)` -> `response`, the
+# source built as `data.examples` builds it.
+ENDPOINT = seq2seq.Endpoint(
+    "respond", "source", "response",
+    "persona: i like to ski . i have two dogs . "
+    "history: hi , how are you ? | good , and you ? | i just got back "
+    "from the mountains .")
+
+
 def dialogue_task():
     """The `seq2seq.Task`: BLEU-1/4 and ROUGE-L of greedy decoding and beam
     search; results.json `not_computed` says why METEOR/CIDEr are null."""
     return seq2seq.generation_task(
         ("source", "response"), metrics.score, metrics.describe, "scores",
-        "responses", {"not_computed": metrics.not_computed()})
+        "responses", ENDPOINT, {"not_computed": metrics.not_computed()})
 
 
 def run(args, log=print):

@@ -88,6 +88,13 @@ def load_corpus(args):
     return data_lib.load_tfds(args.dataset, args.tfds_data_dir)
 
 
+# The SavedModel's signature: `summarize(document=...)` -> `summary`.
+ENDPOINT = seq2seq.Endpoint(
+    "summarize", "document", "summary",
+    "A storm closed the coast road on Monday. Crews cleared it by noon. "
+    "Officials said the road would stay open.")
+
+
 def summarization_task(args, corpus, log=print):
     """The `seq2seq.Task`: ROUGE of greedy decoding and beam search, and
     the lead-3 baseline scored the same way."""
@@ -102,7 +109,7 @@ def summarization_task(args, corpus, log=print):
 
     return seq2seq.generation_task(
         ("document", "summary"), text_metrics.rouge, metrics.describe,
-        "rouge", "summaries", {"lead3": lead3})
+        "rouge", "summaries", ENDPOINT, {"lead3": lead3})
 
 
 def run(args, log=print):

@@ -237,14 +237,47 @@ def _check_translate(run_dir, results, out, model):
     assert "bleu" in results and "test" in results["bleu"], sorted(results)
 
 
+# A text-to-text recipe's outputs key -> (recipe, its SavedModel's
+# signature, input, output).
+TEXT_TO_TEXT = {"summaries": ("summarize", "summarize", "document",
+                              "summary"),
+                "responses": ("dialogue", "respond", "source", "response")}
+
+
 def _check_text_to_text(run_dir, results, out, model):
     limit = _check_decoded(results, out)
-    outputs, = {"summaries", "responses"} & set(results)
+    outputs, = set(TEXT_TO_TEXT) & set(results)
+    written = {}
     for split in ("valid", "test"):
         for search in ("greedy", "beam2"):
             with open(results[outputs][search][split],
                       encoding="utf-8") as f:
-                assert len(f.read().splitlines()) == limit, (split, search)
+                written[split, search] = f.read().splitlines()
+            assert len(written[split, search]) == limit, (split, search)
+    if BACKEND != "tensorflow":
+        return
+    # The SavedModel, under the recipe's own names, answers the first
+    # valid inputs as the run did (with its last search, the beam).
+    import argparse
+    import importlib
+
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401 (the export's tokenizer ops)
+
+    recipe, signature, input_name, output_name = TEXT_TO_TEXT[outputs]
+    usage = results["export_usage"]
+    assert usage["signature"] == signature, usage
+    assert sorted(usage["inputs"]) == [input_name], usage
+    assert sorted(usage["outputs"]) == sorted([output_name,
+                                               "source_truncated"]), usage
+    assert f"signature '{signature}', strings in and out" in out
+    train = importlib.import_module(f"recipes.{recipe}.train")
+    sources = train.load_corpus(argparse.Namespace(**results["args"]))[
+        "valid"].src[:4]
+    serve = tf.saved_model.load(results["export"]).signatures[signature]
+    got = serve(**{input_name: tf.constant(sources)})[output_name]
+    assert [t.decode("utf-8") for t in got.numpy()] == written[
+        "valid", "beam2"][:4]
 
 
 def _check_pretrain(run_dir, results, out, model):
