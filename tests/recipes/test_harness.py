@@ -256,8 +256,9 @@ def _check_text_to_text(run_dir, results, out, model):
             assert len(written[split, search]) == limit, (split, search)
     if BACKEND != "tensorflow":
         return
-    # The SavedModel, under the recipe's own names, answers the first
-    # valid inputs as the run did (with its last search, the beam).
+    # The SavedModel, under the recipe's own names, answers the valid
+    # inputs as the run did (its last search, the beam; one batch, as the
+    # run decoded them).
     import argparse
     import importlib
 
@@ -273,11 +274,11 @@ def _check_text_to_text(run_dir, results, out, model):
     assert f"signature '{signature}', strings in and out" in out
     train = importlib.import_module(f"recipes.{recipe}.train")
     sources = train.load_corpus(argparse.Namespace(**results["args"]))[
-        "valid"].src[:4]
+        "valid"].src[:limit]
     serve = tf.saved_model.load(results["export"]).signatures[signature]
     got = serve(**{input_name: tf.constant(sources)})[output_name]
     assert [t.decode("utf-8") for t in got.numpy()] == written[
-        "valid", "beam2"][:4]
+        "valid", "beam2"]
 
 
 def _check_pretrain(run_dir, results, out, model):
