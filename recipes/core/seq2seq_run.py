@@ -144,11 +144,11 @@ def run_seq2seq(args, prog, corpus, run_dir, strategy, task, wall_start,
         # The preprocessor is attached now: `fit` was fed features.
         model.preprocessor = preprocessor
         outputs = {}
+        # The pairs decoded and scored: the first --max_decode_examples.
+        evaluated = {split: corpus[split].head(args.max_decode_examples)
+                     for split in ("valid", "test") if split in corpus}
         decoded = {}
-        for split in ("valid", "test"):
-            if split not in corpus:
-                continue
-            pairs = corpus[split].head(args.max_decode_examples)
+        for split, pairs in evaluated.items():
             decoded[split] = {"decoded": len(pairs), "of": len(corpus[split])}
             if len(pairs) < len(corpus[split]):
                 log(f"{split}: decoding and scoring the first {len(pairs)} "
@@ -158,10 +158,7 @@ def run_seq2seq(args, prog, corpus, run_dir, strategy, task, wall_start,
             modeling.set_sampler(model, beam_size, args.length_penalty)
             search = "greedy" if beam_size == 1 else f"beam {beam_size}"
             outputs[beam_size] = {}
-            for split in ("valid", "test"):
-                if split not in corpus:
-                    continue
-                pairs = corpus[split].head(args.max_decode_examples)
+            for split, pairs in evaluated.items():
                 hypotheses, stats = modeling.translate(
                     model, pairs.src, batch_size=args.decode_batch_size,
                     log=log, length_flag=task.length_flag)
