@@ -99,6 +99,7 @@ PARSERS = {
        else recipe.module for recipe in registry.recipes()},
     "recipes.glue.quantize": "recipes.glue.quantize",
     "recipes.lra.make_documents": "recipes.lra.make_documents",
+    "recipes.dialogue.chitchat": "recipes.dialogue.chitchat",
 }
 
 

@@ -150,3 +150,61 @@ def test_flags():
             (["--max_target_length=2"], "at least 3")]:
         with pytest.raises(ValueError, match=message):
             parse(argv)
+
+
+# ---------------------------------------------- the Chit-Chat corpus's files
+
+
+def _message(*texts):
+    return [{"text": text, "sender": "s", "timestamp": "t"} for text in texts]
+
+
+def _conversation(*messages):
+    return {"messages": list(messages), "prompt": "p", "ratings": {}}
+
+
+def test_chitchat_conversion_reads_back_as_personachat(tmp_path):
+    import json
+
+    from recipes.dialogue import chitchat
+
+    corpus = {
+        # 3 messages: one pair, the last unanswered; tabs and line
+        # breaks inside an utterance become spaces.
+        "a": _conversation(_message("hi", "how are\tyou ?"),
+                           _message("fine\nthanks"), _message("good")),
+        "b": _conversation(_message("one sender only")),  # no reply
+        "c": _conversation(_message("x"), _message("  ")),  # empty message
+    }
+    for i in range(3):  # 4 messages: two pairs
+        corpus[f"d{i}"] = _conversation(
+            _message(f"q{i}"), _message(f"r{i}"), _message(f"s{i}"),
+            _message(f"t{i}", "u"))
+    path = tmp_path / "corpus.json"
+    path.write_text(json.dumps(corpus), encoding="utf-8")
+    out = tmp_path / "out"
+    logged = []
+    assert chitchat.main([f"--json={path}", f"--output_dir={out}",
+                          "--valid_dialogues=1", "--test_dialogues=1"]) == 0
+    summary = json.loads((out / "chitchat.json").read_text(encoding="utf-8"))
+    assert summary["conversations"] == 6 and summary["dialogues"] == 4
+    assert summary["conversations_not_written"] == 2
+    assert summary["unanswered_last_messages"] == 1
+    assert {k: v["dialogues"] for k, v in summary["splits"].items()} == {
+        "train": 2, "valid": 1, "test": 1}
+    assert (out / "train_none_original.txt").read_text(
+        encoding="utf-8").splitlines()[:2] == [
+        "1 hi how are you ?\tfine thanks", "1 q0\tr0"]
+    train = data_lib.read_dialogues(str(out / "train_none_original.txt"))
+    assert [d.turns for d in train] == [
+        ["hi how are you ?", "fine thanks"], ["q0", "r0", "s0", "t0 u"]]
+    files = data_lib.split_files(str(out), persona="none")
+    examples = data_lib.load(files, max_history=2, persona=False)
+    assert examples["test"].tgt == ["r2", "t2 u"]
+    assert examples["test"].src[1] == "history: r2 | s2"
+    # Too few dialogues for the splits asked: a clear error, nothing
+    # written.
+    with pytest.raises(ValueError, match="--valid_dialogues=3"):
+        chitchat.convert(corpus, str(tmp_path / "none"), 3, 1,
+                         log=logged.append)
+    assert not (tmp_path / "none").exists()
