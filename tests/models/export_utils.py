@@ -94,8 +94,14 @@ def run_litert(path, x):
     from ai_edge_litert.interpreter import Interpreter
 
     interpreter = Interpreter(model_path=path)
+    [signature] = interpreter.get_signature_list().values()
+    # From TensorFlow the inputs keep Keras's names; litert-torch names a
+    # dict's entries after the argument: `args_0_token_ids`.
+    names = {key: next(n for n in signature["inputs"]
+                       if n == key or n.endswith("_" + key)) for key in x}
     runner = interpreter.get_signature_runner()
-    return {k: np.asarray(v) for k, v in runner(**x).items()}
+    outputs = runner(**{names[key]: value for key, value in x.items()})
+    return {k: np.asarray(v) for k, v in outputs.items()}
 
 
 def match_outputs(expected, got):
