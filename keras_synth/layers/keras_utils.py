@@ -2,7 +2,7 @@
 
 Integer checks, initializer copies, the Keras mask attached to a tensor,
 reading a boolean tensor's value when it has one (eager) or not (traced),
-and an `EinsumDense` whose bias broadcasts alike on every backend.
+a branch on it that PyTorch's export can trace, and an `EinsumDense` whose bias broadcasts alike on every backend.
 (Run-time checks of a TensorFlow graph are in `graph_checks`.)
 Shared by the modules of this package; not part of the public API.
 """
@@ -45,6 +45,25 @@ def concrete_bool(x):
         return bool(ops.convert_to_numpy(x))
     except Exception:  # a tracer or symbolic tensor has no value yet
         return None
+
+
+def branch(pred, true_fn, false_fn):
+    """`ops.cond(pred, true_fn, false_fn)`, run as a Python branch when
+    `pred` has a value (eager).
+
+    PyTorch tensors always have one, except under `torch.export` (which
+    Keras's ONNX and LiteRT exports use): there a branch on a tensor's
+    value cannot be traced (`GuardOnDataDependentSymNode`; Keras's PyTorch
+    `cond` is a Python `if`), so both branches are computed and
+    `ops.where` keeps one. Only for the forward pass of an export: a
+    gradient through the branch not taken may be NaN.
+    """
+    concrete = concrete_bool(pred)
+    if concrete is not None:
+        return true_fn() if concrete else false_fn()
+    if keras.backend.backend() == "torch":
+        return ops.where(pred, true_fn(), false_fn())
+    return ops.cond(pred, true_fn, false_fn)
 
 
 class EinsumDense(keras.layers.EinsumDense):

@@ -142,8 +142,12 @@ def converter_problem(format):
             f"{supported[0]}; the task's `.keras` file or preset loads "
             "there with the same weights).")
     if importlib.util.find_spec(converter) is None:
-        extra = ("" if converter in ("litert_torch", "torch_xla")
-                 else " (or `pip install \"keras-synth[export]\"`)")
+        extra = {"torch_xla": "",
+                 "litert_torch": " (or `pip install \"keras-synth"
+                                 "[litert-torch]\"` in an environment "
+                                 "of its own: it pins an older "
+                                 "typing_extensions)"}.get(
+            converter, " (or `pip install \"keras-synth[export]\"`)")
         return ImportError, (f"it needs the `{converter}` module: "
                              f"`pip install {PACKAGES[converter]}`{extra}.")
     return None

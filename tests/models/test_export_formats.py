@@ -24,9 +24,7 @@ from tests.models import export_utils as eu
 # {variant: cause}, the cause a substring of the message; "*" stands for
 # every variant.
 ALL = "*"
-RANDOM_ONLY = ("random", "fixed_random", "factorized_random")
 JAX_ARANGE = "jax.numpy.arange"  # jax2onnx: an arange bound traced as None
-TORCH_CONSTANT = "requires grad as a constant"
 FAILURES = {}
 for task in eu.TASKS:
     FAILURES[("litert", "jax", task)] = {
@@ -35,9 +33,6 @@ for task in ("causal_lm", "decoding_step"):
     FAILURES[("onnx", "jax", task)] = {ALL: JAX_ARANGE}
 for task in ("classifier", "masked_lm"):
     FAILURES[("onnx", "jax", task)] = {"factorized_dense": JAX_ARANGE}
-for task in ("classifier", "masked_lm", "causal_lm"):
-    FAILURES[("onnx", "torch", task)] = dict.fromkeys(
-        RANDOM_ONLY, TORCH_CONSTANT)
 # tf2onnx has no ONNX op for TensorFlow's Erfc (exact GELU of the causal
 # blocks) nor XlaDynamicUpdateSlice (the cache write).
 FAILURES[("onnx", "tensorflow", "causal_lm")] = {ALL: "Erfc"}

@@ -67,12 +67,12 @@ def check_matches(format, path, model, x):
 
 # (format, variant, predict first): the pure random synthesizer too (on
 # TensorFlow, LiteRT of an open length could not run it; PyTorch's ONNX
-# exporter cannot trace it); keras-hub's users export fresh or after
+# exporter could not trace its branch on the logits' spread); keras-hub's
+# users export fresh or after
 # `predict` (Keras's ONNX path fails on both without a signature).
 CASES = [(format, variant, False) for format in FORMATS
          for variant in ("random+vanilla", "random")]
 CASES.append(("onnx", "random+vanilla", True))
-TORCH_CONSTANT = "requires grad as a constant"
 
 
 @pytest.mark.parametrize("format,variant,predict_first", CASES)
@@ -100,15 +100,6 @@ def test_classifier_export_reloads_and_matches_predict(
                 rf"format={format!r} on the {backend} backend: it needs the "
                 rf"`{converter}` module: `pip install ")):
             model.export(path, format=format, verbose=False)
-        return
-    if (format, backend, variant) == ("onnx", "torch", "random"):
-        with pytest.raises(ExportError) as error:  # docs/export.md [4]
-            model.export(path, format=format, verbose=False)
-        message = str(error.value)
-        for part in ("synthesizer='random'", "format='onnx'",
-                     "the torch backend", TORCH_CONSTANT,
-                     "export it from another backend"):
-            assert part in message, (part, message)
         return
     if not installed(RUNTIMES[format]):
         pytest.skip(f"reloading {format} needs `{RUNTIMES[format]}`")

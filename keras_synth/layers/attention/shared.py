@@ -39,7 +39,7 @@ from keras import ops
 from keras_synth.layers.attention.masks import LOWEST
 from keras_synth.layers.attention.masks import masked_softmax
 from keras_synth.layers.attention.masks import zero_rows
-from keras_synth.layers.keras_utils import concrete_bool
+from keras_synth.layers.keras_utils import branch
 
 # A row whose allowed logits span less than this normalises after the
 # product with the values; exp(-80) is still a normal float32.
@@ -159,10 +159,7 @@ def key_padded_attention(logits, values, keys, pattern=None):
             logits, values, ops.cast(keys, dtype), pattern
         )
 
-    concrete = concrete_bool(safe)
-    if concrete is not None:  # eager: no cond to trace and compile
-        return normalise_after() if concrete else fall_back()
-    return ops.cond(safe, normalise_after, fall_back)
+    return branch(safe, normalise_after, fall_back)
 
 
 def per_example_attention(logits, values, float_keys, pattern=None):
@@ -178,7 +175,7 @@ def per_example_attention(logits, values, float_keys, pattern=None):
     @keras.remat
     def one_example(example_logits, example_values, example_keys):
         # The logits are an argument, not a closure, for their gradient.
-        mask = ops.expand_dims(ops.greater(example_keys, 0), 0)
+        mask = ops.expand_dims(ops.greater(example_keys, ops.zeros((), example_keys.dtype)), 0)
         if pattern is not None:
             mask = ops.logical_and(mask, pattern)  # (T, S)
         probs = masked_softmax(example_logits, ops.expand_dims(mask, 0))
