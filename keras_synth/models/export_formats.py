@@ -11,6 +11,7 @@ message that names the task, the synthesizer variant, the format, the
 backend and the cause. The measured support matrix is in docs/export.md.
 """
 
+import contextlib
 import importlib.util
 import os
 import re
@@ -226,6 +227,28 @@ def export_model(model, path, format, input_signature=None, batch_size=1,
     return run_export(model, path, format, input_signature, verbose, **kwargs)
 
 
+@contextlib.contextmanager
+def _litert_torch_x64(format):
+    """litert-torch lowers through JAX with 64-bit types on: it turns
+    `jax_enable_x64` on when first imported, but Keras's LiteRT export
+    restores the previous value after each conversion, so from the second
+    conversion in a process on, litert-torch runs without it and writes a
+    file MLIR refuses ("'func.call' op operand type mismatch: expected
+    ... i32, but provided ... i64"). Turned on for the conversion, and
+    back as it was after."""
+    if format != "litert" or importlib.util.find_spec("jax") is None:
+        yield
+        return
+    import jax
+
+    previous = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_x64", previous)
+
+
 def run_export(model, path, format, input_signature, verbose=False,
                **kwargs):
     """Keras's own `Model.export` of `model` (never an `export` override:
@@ -254,7 +277,7 @@ def run_export(model, path, format, input_signature, verbose=False,
             if backend == "torch":
                 import torch
 
-                with torch.no_grad():
+                with torch.no_grad(), _litert_torch_x64(format):
                     keras.Model.export(
                         model, path, format=format, verbose=verbose,
                         input_signature=input_signature, **kwargs)
