@@ -136,6 +136,19 @@ def check_input_paths(args, flags):
                 f"Received: --{flag}={path}")
 
 
+def run_tool(prog, work):
+    """Runs `work()` for a small data tool (`python -m recipes.lra
+    .make_documents`, ...): 0 when it returns, 2 with one line `PROG:
+    error: ...` on stderr for a ValueError or OSError (bad input, a
+    missing file), as argparse reports a bad flag."""
+    try:
+        work()
+    except (ValueError, OSError) as error:
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def add_log_flag(parser):
     """Adds `--tf_logs` (show TensorFlow's logs; hidden by default)."""
     parser.add_argument(

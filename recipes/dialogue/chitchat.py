@@ -148,13 +148,9 @@ def build_parser():
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
-    try:
-        convert(_corpus(args.json), args.output_dir, args.valid_dialogues,
-                args.test_dialogues)
-    except (ValueError, OSError) as error:
-        print(f"{PROG}: error: {error}", file=sys.stderr)
-        return 2
-    return 0
+    return cli.run_tool(PROG, lambda: convert(
+        _corpus(args.json), args.output_dir, args.valid_dialogues,
+        args.test_dialogues))
 
 
 if __name__ == "__main__":

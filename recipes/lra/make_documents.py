@@ -134,12 +134,8 @@ def build_parser():
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
-    try:
-        make_documents(args.glue_dir, args.output_dir, args.min_bytes)
-    except (ValueError, OSError) as error:
-        print(f"{PROG}: error: {error}", file=sys.stderr)
-        return 2
-    return 0
+    return cli.run_tool(PROG, lambda: make_documents(
+        args.glue_dir, args.output_dir, args.min_bytes))
 
 
 if __name__ == "__main__":

@@ -208,3 +208,18 @@ def test_chitchat_conversion_reads_back_as_personachat(tmp_path):
         chitchat.convert(corpus, str(tmp_path / "none"), 3, 1,
                          log=logged.append)
     assert not (tmp_path / "none").exists()
+
+
+def test_chitchat_bad_json_is_one_error_line(tmp_path, capsys):
+    from recipes.dialogue import chitchat
+
+    path = tmp_path / "other.json"
+    path.write_text('{"a": [1, 2]}', encoding="utf-8")
+    assert chitchat.main([f"--json={path}",
+                          f"--output_dir={tmp_path / 'out'}"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"{chitchat.PROG}: error: --json={path}: expected")
+    assert "\n" not in err and not (tmp_path / "out").exists()
+    assert chitchat.main([f"--json={tmp_path / 'missing.json'}",
+                          f"--output_dir={tmp_path / 'out'}"]) == 2
+    assert "No such file" in capsys.readouterr().err
