@@ -2,7 +2,8 @@
 
 Integer checks, initializer copies, the Keras mask attached to a tensor,
 reading a boolean tensor's value when it has one (eager) or not (traced),
-a branch on it that PyTorch's export can trace, and an `EinsumDense` whose bias broadcasts alike on every backend.
+a branch on it and a slice at a tensor offset that PyTorch's export can
+trace, and an `EinsumDense` whose bias broadcasts alike on every backend.
 (Run-time checks of a TensorFlow graph are in `graph_checks`.)
 Shared by the modules of this package; not part of the public API.
 """
@@ -64,6 +65,26 @@ def branch(pred, true_fn, false_fn):
     if keras.backend.backend() == "torch":
         return ops.where(pred, true_fn(), false_fn())
     return ops.cond(pred, true_fn, false_fn)
+
+
+def slice_rows(x, start, size):
+    """`ops.slice(x, start, size)`; on PyTorch, the axes whose start is a
+    tensor (a cache index) are gathered instead (`start + arange(size)`,
+    the same values): `torch.export`, which Keras's ONNX and LiteRT
+    exports use, cannot bound the size of a slice that starts at a tensor
+    ("unbacked" symbol)."""
+    dynamic = [axis for axis, s in enumerate(start) if not is_int(s)]
+    if not dynamic or keras.backend.backend() != "torch":
+        return ops.slice(x, start, size)
+    x = ops.slice(
+        x, [0 if axis in dynamic else s for axis, s in enumerate(start)],
+        [ops.shape(x)[axis] if axis in dynamic else n
+         for axis, n in enumerate(size)])
+    for axis in dynamic:
+        rows = ops.cast(start[axis], "int32") + ops.arange(
+            size[axis], dtype="int32")
+        x = ops.take(x, rows, axis=axis)
+    return x
 
 
 class EinsumDense(keras.layers.EinsumDense):

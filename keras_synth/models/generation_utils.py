@@ -15,12 +15,27 @@ from keras_synth import samplers
 from keras_synth._hub import keras_hub
 
 
+def positions(position_embedding, x, start_index=0):
+    """keras-hub's `PositionEmbedding` of `x` (`(B, T, D)`) from
+    `start_index` on: the layer's slice of its table, except for a tensor
+    `start_index` on PyTorch (cached decoding), which gathers the same rows
+    `start_index + arange(T)`: `torch.export` (Keras's ONNX and LiteRT
+    exports) cannot bound the size of a slice that starts at a tensor."""
+    if isinstance(start_index, int) or keras.backend.backend() != "torch":
+        return position_embedding(x, start_index=start_index)
+    table = ops.convert_to_tensor(position_embedding.position_embeddings)
+    rows = ops.cast(start_index, "int32") + ops.arange(
+        ops.shape(x)[1], dtype="int32")
+    return ops.broadcast_to(
+        ops.cast(ops.take(table, rows, axis=0), x.dtype), ops.shape(x))
+
+
 def embed(token_embedding, position_embedding, token_ids, scale, start_index=0):
     """Token embeddings (times `sqrt(hidden_dim)` with `scale`) + positions."""
     x = token_embedding(token_ids)
     if scale:
         x = x * ops.cast(math.sqrt(token_embedding.output_dim), x.dtype)
-    return x + position_embedding(x, start_index=start_index)
+    return x + positions(position_embedding, x, start_index)
 
 
 def initial_self_attention_caches(blocks, batch_size, length, dtype):

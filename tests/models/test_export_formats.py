@@ -38,15 +38,6 @@ for task in ("classifier", "masked_lm"):
 FAILURES[("onnx", "tensorflow", "causal_lm")] = {ALL: "Erfc"}
 FAILURES[("onnx", "tensorflow", "decoding_step")] = {
     ALL: "XlaDynamicUpdateSlice"}
-# torch.export: the decoding step reads its position at a data-dependent
-# offset, a size PyTorch cannot bound ("unbacked" symbol); litert-torch
-# has no fallback.
-FAILURES[("litert", "torch", "decoding_step")] = {
-    ALL: "PendingUnbackedSymbolNotFound"}
-# The TorchScript fallback traces shapes as tensors; the attention layer's
-# batch-size check then compares a tensor with an int and fails.
-FAILURES[("onnx", "torch", "decoding_step")] = {
-    ALL: "The batch dimensions of `query`, `value` and `key` must be equal"}
 
 
 @functools.lru_cache(maxsize=None)

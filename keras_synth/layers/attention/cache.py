@@ -30,6 +30,7 @@ would copy it at every compiled step.
 
 import math
 
+import keras
 from keras import ops
 
 from keras_synth.layers.graph_checks import graph_check
@@ -107,6 +108,13 @@ def update_cache(cache, cache_update_index, new_values, new_keys=None,
     if new_keys is not None:
         new_keys = nan_unless(in_range, new_keys)
     start = [0, cache_update_index, 0, 0]
+    if keras.backend.backend() == "torch" and not is_int(cache_update_index):
+        # PyTorch's ONNX exporter writes the update as a ScatterND of the
+        # start's dtype (ONNX requires int64) and stacks the start as it is
+        # given (ONNX's Concat requires one dtype): one int64 tensor.
+        zero = ops.zeros((), "int64")
+        start = ops.stack(
+            [zero, ops.cast(cache_update_index, "int64"), zero, zero])
     values = ops.slice_update(values, start, new_values)
     if keys is None:
         return None, values, ops.expand_dims(values, 1)

@@ -18,6 +18,8 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_synth.layers.keras_utils import slice_rows
+
 QUANTIZATION_MODES = ("int8",)
 
 
@@ -66,11 +68,11 @@ class SynthesizerQuantization:
     def weight_block(self, attribute, start, size):
         """`ops.slice` of the weight `self.<attribute>`, in `logits_dtype`,
         dequantized when it is int8 (only the block read)."""
-        block = ops.slice(getattr(self, attribute).value, start, size)
+        block = slice_rows(getattr(self, attribute).value, start, size)
         if not self.is_quantized_weight(attribute):
             return block
-        scale = ops.slice(getattr(self, f"{attribute}_scale").value,
-                          start[:-1], size[:-1])
+        scale = slice_rows(getattr(self, f"{attribute}_scale").value,
+                           start[:-1], size[:-1])
         return ops.divide(ops.cast(block, self.logits_dtype),
                           ops.cast(ops.expand_dims(scale, -1),
                                    self.logits_dtype))

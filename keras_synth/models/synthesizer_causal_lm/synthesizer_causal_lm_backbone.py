@@ -177,6 +177,7 @@ class SynthesizerCausalLMBackbone(
     def embed(self, token_ids, start_index=0, training=None):
         """Token plus position embeddings of tokens from `start_index` on."""
         tokens = self.token_embedding(token_ids)
-        positions = self.position_embedding(tokens, start_index=start_index)
+        positions = utils.positions(self.position_embedding, tokens,
+                                    start_index)
         x = self.embeddings_add((tokens, positions))
         return self.embeddings_dropout(x, training=training)
