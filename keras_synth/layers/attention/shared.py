@@ -175,7 +175,10 @@ def per_example_attention(logits, values, float_keys, pattern=None):
     @keras.remat
     def one_example(example_logits, example_values, example_keys):
         # The logits are an argument, not a closure, for their gradient.
-        mask = ops.expand_dims(ops.greater(example_keys, ops.zeros((), example_keys.dtype)), 0)
+        # A zero of the keys' dtype: PyTorch's ONNX exporter keeps a
+        # Python 0 as int32, and ONNX's Greater needs one type.
+        zero = ops.zeros((), example_keys.dtype)
+        mask = ops.expand_dims(ops.greater(example_keys, zero), 0)
         if pattern is not None:
             mask = ops.logical_and(mask, pattern)  # (T, S)
         probs = masked_softmax(example_logits, ops.expand_dims(mask, 0))
