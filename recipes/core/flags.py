@@ -185,6 +185,18 @@ def positive_int(text):
     return _positive(int, "integer", text)
 
 
+def comma_list(text):
+    """`type=` of a flag that takes comma-separated names (no empty one)."""
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(
+            "must be comma-separated names, none empty")
+    return names
+
+
+comma_list.names_the_flag = True
+
+
 def positive_float(text):
     """`type=` of a flag that takes a positive number (see
     `positive_int`)."""

@@ -240,6 +240,23 @@ def _new_backbone(vocab_size, num_segments, sequence_length, synthesizer,
     )
 
 
+def enable_lora(backbone, rank, target_layer_names=None):
+    """`backbone.enable_lora(rank, target_layer_names)` after checking that
+    each name is a layer of the backbone that takes LoRA; returns the
+    names adapted."""
+    names = list(target_layer_names or backbone.default_lora_layer_names())
+    available = sorted({layer.name for layer in backbone._flatten_layers(
+        include_self=False) if hasattr(layer, "enable_lora") and layer.weights})
+    unknown = [name for name in names if name not in available]
+    if unknown:
+        raise ValueError(
+            f"Argument `--lora_targets`={','.join(names)} names "
+            f"{', '.join(unknown)}: not a layer of this backbone that takes "
+            f"LoRA. Expected names among: {', '.join(available)}.")
+    backbone.enable_lora(rank, target_layer_names=names)
+    return names
+
+
 def compile_model(model, task, learning_rate, total_steps,
                   warmup_fraction=0.1, weight_decay=0.01, jit_compile=False,
                   ema_momentum=None, steps_per_execution=1):

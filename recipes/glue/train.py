@@ -111,6 +111,13 @@ def build_parser():
         "dense synthesizer's kernels, the random logits); the "
         "classification head trains in full. Needs --preset. The saved "
         "model and preset hold the merged weights.")
+    group.add_argument(
+        "--lora_targets", type=flags.comma_list, default=None,
+        help="Comma-separated names of the backbone's layers that --lora_rank "
+        "adapts (keras-hub's `enable_lora(rank, target_layer_names)`), e.g. "
+        "value,attention_output,query,key,random,token_embedding,"
+        "feedforward_intermediate_dense,feedforward_output_dense. Default: "
+        "the backbone's `default_lora_layer_names()`.")
     flags.add_common_flags(parser,
                             model_dir_default="runs/glue/<task>-<variant>")
     flags.add_output_switches(parser.add_argument_group("outputs"))
@@ -162,6 +169,10 @@ def validate_args(args, check_options=True):
             f"Argument `--lora_rank`={args.lora_rank} needs `--preset`: "
             "LoRA adapts pretrained weights (without a preset the frozen "
             "backbone would keep its random initialization).")
+    if args.lora_targets is not None and args.lora_rank is None:
+        raise ValueError(
+            f"Argument `--lora_targets`={','.join(args.lora_targets)} needs "
+            "`--lora_rank`.")
     for name in ("dropout", "token_dropout"):
         if not 0.0 <= getattr(args, name) < 1.0:
             raise ValueError(f"Argument `--{name}` must be in [0, 1). "
@@ -275,8 +286,8 @@ def run(args, log=print):
             synthesizer_options=args.synthesizer_options,
         )
         if args.lora_rank:
-            model.backbone.enable_lora(args.lora_rank)
-            built["lora_layers"] = model.backbone.default_lora_layer_names()
+            built["lora_layers"] = model_lib.enable_lora(
+                model.backbone, args.lora_rank, args.lora_targets)
         model_lib.compile_model(
             model, task, args.learning_rate, steps_per_epoch * args.epochs,
             warmup_fraction=args.warmup_fraction,

@@ -379,6 +379,11 @@ def test_sentence_pairs_from_glue_tsv(tmp_path):
      r"`--lora_rank`=4 needs `--preset`"),
     (["--task=builtin", "--lora_rank=0"],
      r"`--lora_rank` must be positive\. Received: --lora_rank=0"),
+    (["--task=builtin", "--lora_targets=value"],
+     r"`--lora_targets`=value needs `--lora_rank`"),
+    (["--task=builtin", "--lora_rank=4", "--lora_targets=value,,key"],
+     r"`--lora_targets` must be comma-separated names, none empty\. "
+     r"Received: --lora_targets=value,,key"),
     (["--task=builtin", "--steps_per_execution=0"],
      r"`--steps_per_execution` must be a positive integer\. Received: "
      r"--steps_per_execution=0"),
@@ -397,6 +402,37 @@ def test_bad_input_is_one_clear_error(tmp_path, capsys, argv, message):
     assert "Traceback" not in err
     import re
     assert re.search(message, err), err
+
+
+def test_enable_lora_on_named_targets():
+    """`--lora_targets`: LoRA on the named layers only (here the token
+    embedding too), and an unknown name is an error that lists the layers
+    that take LoRA."""
+    model, _ = model_lib.build_model(
+        vocab_size=len(VOCAB), num_classes=2, num_segments=1,
+        sequence_length=12, synthesizer="random+vanilla", hidden_dim=8,
+        num_layers=1, num_heads=2)
+    with pytest.raises(ValueError, match=(
+            r"`--lora_targets`=value,tokens names tokens: not a layer.*"
+            r"Expected names among: .*token_embedding")):
+        model_lib.enable_lora(model.backbone, 2, ["value", "tokens"])
+    names = model_lib.enable_lora(model.backbone, 2,
+                                  ["value", "token_embedding"])
+    assert names == ["value", "token_embedding"]
+    trainable = {w.path.split("/")[-2] + "/" + w.name
+                 for w in model.backbone.trainable_weights}
+    assert {"token_embedding/lora_embeddings_a",
+            "value/lora_kernel_a"} <= trainable, trainable
+    assert not any(w.startswith(("query/", "key/", "random/"))
+                   for w in trainable), trainable
+    vocab_size = model.backbone.vocabulary_size
+    width = 8
+    adapters = sum(int(np.prod(w.shape))
+                   for w in model.backbone.trainable_weights
+                   if "lora" in w.name)
+    # The embedding's A (vocab x 2) B (2 x width); the value's (Keras's
+    # EinsumDense LoRA) A (width x heads x 2) B (2 x head width).
+    assert adapters == vocab_size * 2 + 2 * width + width * 2 * 2 + 2 * 4
 
 
 @pytest.mark.parametrize("precision, jit_compile", [
