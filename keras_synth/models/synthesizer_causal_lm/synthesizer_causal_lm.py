@@ -5,6 +5,7 @@ from keras import ops
 
 from keras_synth.models.preset_utils import PresetTaskMixin
 from keras_synth.models.shuffled_fit import ShuffledFitMixin
+from keras_synth.models.traced_preprocessing import TracedPreprocessingMixin
 from keras_synth.models.quantization import QuantizeMixin
 from keras_synth.models.export_formats import TaskExportMixin
 from keras_synth._hub import keras_hub
@@ -19,7 +20,8 @@ from keras_synth.models.synthesizer_causal_lm.synthesizer_causal_lm_preprocessor
 
 @keras.saving.register_keras_serializable(package="keras_synth")
 class SynthesizerCausalLM(
-    PresetTaskMixin, QuantizeMixin, ShuffledFitMixin, TaskExportMixin,
+    PresetTaskMixin, QuantizeMixin, ShuffledFitMixin, TracedPreprocessingMixin,
+    TaskExportMixin,
     utils.SamplerCompileMixin,
     keras_hub.models.CausalLM,
 ):

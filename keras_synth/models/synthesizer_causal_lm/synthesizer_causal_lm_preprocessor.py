@@ -63,6 +63,8 @@ class SynthesizerCausalLMPreprocessor(keras_hub.models.CausalLMPreprocessor):
     ([[1, 4, 5, 2, 0]], [[4, 5, 2, 0, 0]])
     """
 
+    draws_random = False  # deterministic: traced once (`TracedPreprocessingMixin`)
+
     backbone_cls = SynthesizerCausalLMBackbone
     tokenizer_cls = SynthesizerCharTokenizer
 

@@ -5,6 +5,7 @@ from keras_synth._hub import keras_hub
 
 from keras_synth.models.preset_utils import PresetTaskMixin
 from keras_synth.models.shuffled_fit import ShuffledFitMixin
+from keras_synth.models.traced_preprocessing import TracedPreprocessingMixin
 from keras_synth.models.quantization import QuantizeMixin
 from keras_synth.models.export_formats import TaskExportMixin
 from keras_synth.models.synthesizer_encoder.synthesizer_backbone import SynthesizerBackbone
@@ -18,7 +19,8 @@ from keras_synth.models.synthesizer_encoder.synthesizer_text_classifier import (
 
 @keras.saving.register_keras_serializable(package="keras_synth")
 class SynthesizerMaskedLM(
-    PresetTaskMixin, QuantizeMixin, ShuffledFitMixin, TaskExportMixin,
+    PresetTaskMixin, QuantizeMixin, ShuffledFitMixin, TracedPreprocessingMixin,
+    TaskExportMixin,
     keras_hub.models.MaskedLM
 ):
     """Masked language modeling (BERT's pretraining) with a `SynthesizerBackbone`.

@@ -102,6 +102,8 @@ class SynthesizerMaskedLMPreprocessor(
     True
     """
 
+    draws_random = True  # its outputs are random (`TracedPreprocessingMixin`)
+
     backbone_cls = SynthesizerBackbone
     tokenizer_cls = SynthesizerTokenizer
 

@@ -7,6 +7,7 @@ from keras_synth._hub import keras_hub
 from keras_synth.models.synthesizer_encoder.synthesizer_backbone import SynthesizerBackbone
 from keras_synth.models.preset_utils import PresetTaskMixin
 from keras_synth.models.shuffled_fit import ShuffledFitMixin
+from keras_synth.models.traced_preprocessing import TracedPreprocessingMixin
 from keras_synth.models.quantization import QuantizeMixin
 from keras_synth.models.export_formats import TaskExportMixin
 from keras_synth.models.truncation import tracing_for_export
@@ -17,7 +18,8 @@ from keras_synth.models.synthesizer_encoder.synthesizer_text_classifier_preproce
 
 @keras.saving.register_keras_serializable(package="keras_synth")
 class SynthesizerTextClassifier(
-    PresetTaskMixin, QuantizeMixin, ShuffledFitMixin, TaskExportMixin,
+    PresetTaskMixin, QuantizeMixin, ShuffledFitMixin, TracedPreprocessingMixin,
+    TaskExportMixin,
     keras_hub.models.TextClassifier
 ):
     """Text classification (or regression) with a `SynthesizerBackbone`.

@@ -75,6 +75,8 @@ class SynthesizerTextClassifierPreprocessor(
     [0, 0, 0, 0, 0, 1, 1, 1]
     """
 
+    draws_random = False  # deterministic: traced once (`TracedPreprocessingMixin`)
+
     backbone_cls = SynthesizerBackbone
     tokenizer_cls = SynthesizerTokenizer
 

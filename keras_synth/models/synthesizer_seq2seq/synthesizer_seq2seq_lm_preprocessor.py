@@ -69,6 +69,8 @@ class SynthesizerSeq2SeqLMPreprocessor(keras_hub.models.Seq2SeqLMPreprocessor):
     ([[1, 4, 5, 2]], [[5, 4, 2, 0]])
     """
 
+    draws_random = False  # deterministic: traced once (`TracedPreprocessingMixin`)
+
     backbone_cls = SynthesizerSeq2SeqBackbone
     tokenizer_cls = SynthesizerCharTokenizer
 

@@ -129,6 +129,8 @@ class SynthesizerSpanCorruptionPreprocessor(SynthesizerSeq2SeqLMPreprocessor):
     '[S0] cat [S1] in the park [SEP] [PAD]'
     """
 
+    draws_random = True  # its outputs are random (`TracedPreprocessingMixin`)
+
     tokenizer_cls = SynthesizerTokenizer
 
     def __init__(
