@@ -116,3 +116,35 @@ def test_bad_input_is_one_clear_error(preset, tmp_path, capsys, argv,
 def test_a_folder_that_is_not_a_preset_is_refused(tmp_path, capsys):
     assert quantize.main([f"--preset={tmp_path}", "--task=builtin"]) == 2
     assert "is not a preset folder (no config.json" in capsys.readouterr().err
+
+
+def test_int8_profile_times_every_part(tmp_path, capsys):
+    """`python -m recipes.glue.int8_profile` on the suite's backend: one
+    row per shape with every part timed, the JSON next to the run; a bad
+    `--shapes` is one clear error."""
+    import keras
+
+    from recipes.glue import int8_profile
+
+    assert int8_profile.main(
+        ["--shapes=16x32,8x24", "--tokens=16", "--batches=2",
+         "--repetitions=1", f"--output_dir={tmp_path}"]) == 0
+    backend = keras.backend.backend()
+    with open(tmp_path / f"int8_profile-{backend}.json") as f:
+        results = json.load(f)
+    assert results["backend"] == backend
+    assert [(r["input_width"], r["output_width"])
+            for r in results["rows"]] == [(16, 32), (8, 24)]
+    parts = {"float32_ms", "int8_ms", "quantize_inputs_ms", "int8_matmul_ms"}
+    for row in results["rows"]:
+        assert parts <= set(row) and all(row[p] > 0 for p in parts), row
+        if backend == "torch":
+            assert "float32_gemm_kernel_ms" in row
+    assert f"{backend} 16x32: float32" in capsys.readouterr().out
+
+    with pytest.raises(SystemExit) as exit_info:
+        int8_profile.main(["--shapes=16by32"])
+    assert exit_info.value.code == 2
+    assert ("Argument `--shapes` must be comma-separated INPUTxOUTPUT "
+            "widths, e.g. 128x512. Received: --shapes=16by32"
+            ) in capsys.readouterr().err
