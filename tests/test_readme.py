@@ -100,6 +100,7 @@ PARSERS = {
     "recipes.glue.quantize": "recipes.glue.quantize",
     "recipes.lra.make_documents": "recipes.lra.make_documents",
     "recipes.dialogue.chitchat": "recipes.dialogue.chitchat",
+    "recipes.glue.int8_profile": "recipes.glue.int8_profile",
 }
 
 
