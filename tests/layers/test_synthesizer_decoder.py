@@ -63,10 +63,10 @@ _logit_path_params = functools.partial(
 )
 
 
-def _keras_nlp_decoder(cross, normalize_first=False):
+def _keras_nlp_decoder(cross, normalize_first=False, **kwargs):
     layer = keras_hub.layers.TransformerDecoder(
         intermediate_dim=FFN, num_heads=HEADS,
-        normalize_first=normalize_first,
+        normalize_first=normalize_first, **kwargs,
     )
     layer.build((B, T, D), (B, S, D) if cross else None)
     harness.randomize(layer, seed=7)
@@ -193,6 +193,29 @@ def test_vanilla_equals_keras_nlp_decoder(cross, normalize_first):
         np.testing.assert_allclose(step["ours"], step["theirs"], **TOL)
     np.testing.assert_allclose(_np(caches["ours"][0]),
                                _np(caches["theirs"][0]), **TOL)
+
+
+def test_exact_gelu_equals_keras_nlp_decoder_gelu():
+    """`activation="gelu"` (Keras's exact GELU) runs as `exact_gelu` (erf,
+    not the backends' erfc, for ONNX) and equals keras-nlp's block with
+    the same weights; the config still says "gelu"."""
+    from keras_synth.layers.blocks.base import exact_gelu
+
+    theirs = _keras_nlp_decoder(False, activation="gelu")
+    ours = _decoder("vanilla", activation="gelu")
+    _copy_keras_nlp_weights(ours, theirs)
+    assert ours._feedforward_intermediate_dense.activation is exact_gelu
+    assert ours.get_config()["activation"] == "gelu"
+    x, _, dec_padding, _ = _inputs()
+    # Larger inputs reach GELU's tails, where erf and erfc differ most.
+    x = 4.0 * x
+    np.testing.assert_allclose(
+        _np(ours(x, decoder_padding_mask=dec_padding)),
+        _np(theirs(x, decoder_padding_mask=dec_padding)), **TOL)
+    grid = np.linspace(-12, 12, 4001).astype("float32")
+    np.testing.assert_allclose(_np(exact_gelu(grid)),
+                               _np(keras.activations.gelu(grid)),
+                               rtol=0, atol=2e-6)
 
 
 def _hand_assembled(block, x, enc=None, dec_padding=None, enc_padding=None):

@@ -133,10 +133,31 @@ def attention_mask_arguments(
     return dict(attention_mask=merged, value_mask=None, use_causal_mask=False)
 
 
+@keras.saving.register_keras_serializable(package="keras_synth")
+def exact_gelu(x):
+    """Keras's exact GELU, `x * Phi(x)`, written `x (erf(x / sqrt 2) + 1) / 2`.
+
+    The same function as `keras.activations.gelu` to float32 rounding
+    (within 1e-6 on [-12, 12]). The backends' own kernels write it with
+    `erfc`, which ONNX has no operator for (tf2onnx fails on TensorFlow's
+    `Erfc`), so the blocks' feedforward uses this form on every backend.
+    """
+    x = ops.convert_to_tensor(x)
+    return x * (ops.erf(x / 1.4142135623730951) + 1.0) / 2.0
+
+
+def feedforward_activation(activation):
+    """`activation`, with Keras's exact GELU (`"gelu"`) as `exact_gelu`."""
+    if activation is not None and (
+            keras.activations.get(activation) is keras.activations.gelu):
+        return exact_gelu
+    return activation
+
+
 def dense(units, activation, kernel_initializer, bias_initializer, dtype, name):
     return keras.layers.Dense(
         units,
-        activation=activation,
+        activation=feedforward_activation(activation),
         kernel_initializer=clone_initializer(kernel_initializer),
         bias_initializer=clone_initializer(bias_initializer),
         dtype=dtype,
