@@ -8,6 +8,9 @@ trace, and an `EinsumDense` whose bias broadcasts alike on every backend.
 Shared by the modules of this package; not part of the public API.
 """
 
+import contextlib
+import threading
+
 import keras
 from keras import ops
 
@@ -26,6 +29,33 @@ except ImportError:  # pragma: no cover - older or newer Keras layouts
             x._keras_mask = mask
         except AttributeError:
             pass
+
+
+_EXPORT = threading.local()
+
+
+@contextlib.contextmanager
+def tracing_for_export(format=None):
+    """Inside: the model is being traced for an exported file, of `format`
+    (`"onnx"`, `"litert"`, `"tf_saved_model"`; `None`: a SavedModel of our
+    own export functions). Layers write ops that format's converter has
+    where a backend's usual op has none (`export_format`)."""
+    previous = getattr(_EXPORT, "format", None)
+    _EXPORT.format = format or "tf_saved_model"
+    try:
+        yield
+    finally:
+        _EXPORT.format = previous
+
+
+def export_format():
+    """The format of the open `tracing_for_export` block, or `None`."""
+    return getattr(_EXPORT, "format", None)
+
+
+def is_tracing_for_export():
+    """Whether a `tracing_for_export` block is open in this thread."""
+    return export_format() is not None
 
 
 def is_int(value):

@@ -20,6 +20,7 @@ import warnings
 import keras
 from keras import ops
 
+from keras_synth.layers.keras_utils import tracing_for_export
 from keras_synth.models import generation_utils as utils
 
 FORMATS = ("onnx", "litert", "tf_saved_model")
@@ -277,14 +278,16 @@ def run_export(model, path, format, input_signature, verbose=False,
             if backend == "torch":
                 import torch
 
-                with torch.no_grad(), _litert_torch_x64(format):
+                with torch.no_grad(), _litert_torch_x64(format), (
+                        tracing_for_export(format)):
                     keras.Model.export(
                         model, path, format=format, verbose=verbose,
                         input_signature=input_signature, **kwargs)
             else:
-                keras.Model.export(
-                    model, path, format=format, verbose=verbose,
-                    input_signature=input_signature, **kwargs)
+                with tracing_for_export(format):
+                    keras.Model.export(
+                        model, path, format=format, verbose=verbose,
+                        input_signature=input_signature, **kwargs)
     except Exception as error:  # a converter's failure, summarized
         raise ExportError(f"{what}: {summarize(error)}", error) from None
     if format == "onnx":

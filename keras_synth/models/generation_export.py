@@ -2,7 +2,7 @@
 
 import keras
 
-from keras_synth.models.truncation import tracing_for_export
+from keras_synth.layers.keras_utils import tracing_for_export
 
 SIGNATURE = "generate"
 

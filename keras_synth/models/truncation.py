@@ -22,15 +22,13 @@ Generation prompts are stricter: a prompt that fills the whole context
 leaves no room to generate and is always an error (`check_room`).
 """
 
-import contextlib
-import threading
 import warnings
 
 import numpy as np
 
-TRUNCATION_MODES = ("warn", "error", "allow")
+from keras_synth.layers.keras_utils import is_tracing_for_export
 
-_STATE = threading.local()
+TRUNCATION_MODES = ("warn", "error", "allow")
 
 
 class TruncationWarning(UserWarning):
@@ -56,21 +54,6 @@ def check_truncation_mode(truncation):
             f"truncation={truncation!r}"
         )
     return truncation
-
-
-@contextlib.contextmanager
-def tracing_for_export():
-    """Inside: `"warn"` adds no `tf.py_function` to traced graphs.
-
-    The export functions trace under it: a SavedModel cannot hold a
-    `tf.py_function`, and the exports report truncation in their outputs.
-    """
-    previous = getattr(_STATE, "export", False)
-    _STATE.export = True
-    try:
-        yield
-    finally:
-        _STATE.export = previous
 
 
 def truncation_message(lengths, sequence_length, what, argument):
@@ -116,7 +99,7 @@ def report_truncation(lengths, sequence_length, truncation, what, argument):
                 ),
             )
             return
-        if getattr(_STATE, "export", False):
+        if is_tracing_for_export():
             return
 
         def warn(values):

@@ -196,10 +196,12 @@ def test_vanilla_equals_keras_nlp_decoder(cross, normalize_first):
 
 
 def test_exact_gelu_equals_keras_nlp_decoder_gelu():
-    """`activation="gelu"` (Keras's exact GELU) runs as `exact_gelu` (erf,
-    not the backends' erfc, for ONNX) and equals keras-nlp's block with
-    the same weights; the config still says "gelu"."""
+    """`activation="gelu"` (Keras's exact GELU) runs as `exact_gelu`, which
+    is Keras's gelu, and through erf (not the backends' erfc) when traced
+    for ONNX; the block equals keras-nlp's with the same weights both
+    ways, and its config still says "gelu"."""
     from keras_synth.layers.blocks.base import exact_gelu
+    from keras_synth.layers.keras_utils import tracing_for_export
 
     theirs = _keras_nlp_decoder(False, activation="gelu")
     ours = _decoder("vanilla", activation="gelu")
@@ -209,13 +211,20 @@ def test_exact_gelu_equals_keras_nlp_decoder_gelu():
     x, _, dec_padding, _ = _inputs()
     # Larger inputs reach GELU's tails, where erf and erfc differ most.
     x = 4.0 * x
+    expected = _np(theirs(x, decoder_padding_mask=dec_padding))
     np.testing.assert_allclose(
-        _np(ours(x, decoder_padding_mask=dec_padding)),
-        _np(theirs(x, decoder_padding_mask=dec_padding)), **TOL)
+        _np(ours(x, decoder_padding_mask=dec_padding)), expected, **TOL)
+    with tracing_for_export("onnx"):
+        np.testing.assert_allclose(
+            _np(ours(x, decoder_padding_mask=dec_padding)), expected, **TOL)
     grid = np.linspace(-12, 12, 4001).astype("float32")
-    np.testing.assert_allclose(_np(exact_gelu(grid)),
-                               _np(keras.activations.gelu(grid)),
+    np.testing.assert_array_equal(_np(exact_gelu(grid)),
+                                  _np(keras.activations.gelu(grid)))
+    with tracing_for_export("onnx"):
+        onnx_form = _np(exact_gelu(grid))
+    np.testing.assert_allclose(onnx_form, _np(keras.activations.gelu(grid)),
                                rtol=0, atol=2e-6)
+    assert not np.array_equal(onnx_form, _np(keras.activations.gelu(grid)))
 
 
 def _hand_assembled(block, x, enc=None, dec_padding=None, enc_padding=None):

@@ -33,10 +33,6 @@ for task in ("causal_lm", "decoding_step"):
     FAILURES[("onnx", "jax", task)] = {ALL: JAX_ARANGE}
 for task in ("classifier", "masked_lm"):
     FAILURES[("onnx", "jax", task)] = {"factorized_dense": JAX_ARANGE}
-# tf2onnx has no ONNX op for TensorFlow's XlaDynamicUpdateSlice (the cache
-# write).
-FAILURES[("onnx", "tensorflow", "decoding_step")] = {
-    ALL: "XlaDynamicUpdateSlice"}
 
 
 @functools.lru_cache(maxsize=None)

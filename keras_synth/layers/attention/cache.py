@@ -28,6 +28,7 @@ reads them reports it. The other rows are kept; marking the whole cache
 would copy it at every compiled step.
 """
 
+import functools
 import math
 
 import keras
@@ -36,6 +37,7 @@ from keras import ops
 from keras_synth.layers.graph_checks import graph_check
 from keras_synth.layers.keras_utils import concrete_bool
 from keras_synth.layers.keras_utils import is_int
+from keras_synth.layers.keras_utils import export_format
 
 # Cache rows per block of a causal decoding step under a compiler.
 CACHE_BLOCK = 256
@@ -115,11 +117,31 @@ def update_cache(cache, cache_update_index, new_values, new_keys=None,
         zero = ops.zeros((), "int64")
         start = ops.stack(
             [zero, ops.cast(cache_update_index, "int64"), zero, zero])
-    values = ops.slice_update(values, start, new_values)
+    if keras.backend.backend() == "tensorflow" and export_format() == "onnx":
+        # TensorFlow's `slice_update` is XLA's DynamicUpdateSlice, which
+        # ONNX (tf2onnx) has no operator for; a scatter of the same rows
+        # is ONNX's ScatterND. Only there: XLA runs the slice in place, and
+        # LiteRT has DynamicUpdateSlice but no scatter of its own.
+        write = functools.partial(_scatter_rows, start=cache_update_index)
+    else:
+        write = functools.partial(ops.slice_update, start_indices=start)
+    values = write(values, updates=new_values)
     if keys is None:
         return None, values, ops.expand_dims(values, 1)
-    keys = ops.slice_update(keys, start, new_keys)
+    keys = write(keys, updates=new_keys)
     return keys, values, ops.stack((keys, values), axis=1)
+
+
+def _scatter_rows(cache, updates, start):
+    """`cache (B, S, ...)` with rows `start ... start + T - 1` of every
+    example replaced by `updates (B, T, ...)`, as one `ops.scatter_update`."""
+    batch_size, length = ops.shape(updates)[0], ops.shape(updates)[1]
+    examples = ops.repeat(ops.arange(batch_size, dtype="int32"), length)
+    rows = ops.tile(ops.arange(length, dtype="int32")
+                    + ops.cast(start, "int32"), [batch_size])
+    indices = ops.stack([examples, rows], axis=1)
+    flat = ops.reshape(updates, (-1,) + tuple(updates.shape[2:]))
+    return ops.scatter_update(cache, indices, flat)
 
 
 def check_lengths(query_length, key_length, max_length, variant):

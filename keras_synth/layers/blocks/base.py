@@ -13,6 +13,7 @@ from keras import ops
 
 from keras_synth.layers.attention.masks import causal_mask
 from keras_synth.layers.keras_utils import clone_initializer
+from keras_synth.layers.keras_utils import export_format
 from keras_synth.layers.keras_utils import get_keras_mask
 from keras_synth.layers.keras_utils import set_keras_mask
 from keras_synth.layers.attention import SynthesizerAttention
@@ -135,13 +136,16 @@ def attention_mask_arguments(
 
 @keras.saving.register_keras_serializable(package="keras_synth")
 def exact_gelu(x):
-    """Keras's exact GELU, `x * Phi(x)`, written `x (erf(x / sqrt 2) + 1) / 2`.
+    """Keras's exact GELU (`keras.activations.gelu`), `x * Phi(x)`.
 
-    The same function as `keras.activations.gelu` to float32 rounding
-    (within 1e-6 on [-12, 12]). The backends' own kernels write it with
-    `erfc`, which ONNX has no operator for (tf2onnx fails on TensorFlow's
-    `Erfc`), so the blocks' feedforward uses this form on every backend.
+    The backends write it with `erfc`, which ONNX has no operator for
+    (tf2onnx fails on TensorFlow's `Erfc`). Traced for an ONNX file
+    (`keras_utils.export_format`), it is `x (erf(x / sqrt 2) + 1) / 2`
+    instead, the same function to float32 rounding (within 1e-6 on
+    [-12, 12]); elsewhere (LiteRT has a GELU of its own) Keras's.
     """
+    if export_format() != "onnx":
+        return keras.activations.gelu(x)
     x = ops.convert_to_tensor(x)
     return x * (ops.erf(x / 1.4142135623730951) + 1.0) / 2.0
 

@@ -10,7 +10,7 @@ from keras_synth.models.shuffled_fit import ShuffledFitMixin
 from keras_synth.models.traced_preprocessing import TracedPreprocessingMixin
 from keras_synth.models.quantization import QuantizeMixin
 from keras_synth.models.export_formats import TaskExportMixin
-from keras_synth.models.truncation import tracing_for_export
+from keras_synth.layers.keras_utils import tracing_for_export
 from keras_synth.models.synthesizer_encoder.synthesizer_text_classifier_preprocessor import (
     SynthesizerTextClassifierPreprocessor,
 )
