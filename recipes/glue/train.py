@@ -41,6 +41,11 @@ MODEL_DEFAULTS = {"synthesizer": "random+vanilla", "num_layers": 2,
                   "synthesizer_options": None, "max_length": 128,
                   "vocab_size": 8000, "lowercase": True, "pooling": "mean"}
 PRESET_BACKBONES = ("SynthesizerBackbone",)
+# Defaults that depend on --lora_rank: (full fine-tuning, LoRA). The LoRA
+# ones, and LoRA on the token embedding too (`LORA_EXTRA_TARGETS`), come
+# from the SST-2 sweep of docs/lora_quantization.md.
+LORA_DEFAULTS = {"learning_rate": (1e-3, 5e-3), "dropout": (0.1, 0.0)}
+LORA_EXTRA_TARGETS = ("token_embedding",)
 
 
 def build_parser():
@@ -117,11 +122,16 @@ def build_parser():
         "adapts (keras-hub's `enable_lora(rank, target_layer_names)`), e.g. "
         "value,attention_output,query,key,random,token_embedding,"
         "feedforward_intermediate_dense,feedforward_output_dense. Default: "
-        "the backbone's `default_lora_layer_names()`.")
+        "the backbone's `default_lora_layer_names()` and token_embedding.")
     flags.add_common_flags(parser,
                             model_dir_default="runs/glue/<task>-<variant>")
     flags.add_output_switches(parser.add_argument_group("outputs"))
     presets.defer_defaults(parser, MODEL_DEFAULTS)
+    for action in parser._actions:  # (argparse has no public iterator)
+        if action.dest in LORA_DEFAULTS:
+            full, lora = LORA_DEFAULTS[action.dest]
+            action.default = None
+            action.help += f" Default: {full}; {lora} with --lora_rank."
     return parser
 
 
@@ -144,6 +154,14 @@ def apply_preset(args, task):
             f"preset {args.preset}'s backbone embeds num_segments="
             f"{preset.backbone.get('num_segments', 1)}. Pretrain with "
             f"--num_segments={task.num_segments}.")
+
+
+def resolve_lora_defaults(args):
+    """Fills `LORA_DEFAULTS`' flags not given: full fine-tuning's values,
+    or LoRA's with --lora_rank."""
+    for name, (full, lora) in LORA_DEFAULTS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, full if args.lora_rank is None else lora)
 
 
 def validate_args(args, check_options=True):
@@ -169,6 +187,7 @@ def validate_args(args, check_options=True):
             f"Argument `--lora_rank`={args.lora_rank} needs `--preset`: "
             "LoRA adapts pretrained weights (without a preset the frozen "
             "backbone would keep its random initialization).")
+    resolve_lora_defaults(args)
     if args.lora_targets is not None and args.lora_rank is None:
         raise ValueError(
             f"Argument `--lora_targets`={','.join(args.lora_targets)} needs "
@@ -287,7 +306,9 @@ def run(args, log=print):
         )
         if args.lora_rank:
             built["lora_layers"] = model_lib.enable_lora(
-                model.backbone, args.lora_rank, args.lora_targets)
+                model.backbone, args.lora_rank, args.lora_targets or (
+                    list(model.backbone.default_lora_layer_names())
+                    + list(LORA_EXTRA_TARGETS)))
         model_lib.compile_model(
             model, task, args.learning_rate, steps_per_epoch * args.epochs,
             warmup_fraction=args.warmup_fraction,

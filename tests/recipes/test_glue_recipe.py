@@ -404,6 +404,22 @@ def test_bad_input_is_one_clear_error(tmp_path, capsys, argv, message):
     assert re.search(message, err), err
 
 
+@pytest.mark.parametrize("argv, learning_rate, dropout", [
+    ([], 1e-3, 0.1),
+    (["--lora_rank=4"], 5e-3, 0.0),
+    (["--lora_rank=4", "--learning_rate=2e-3", "--dropout=0.2"], 2e-3, 0.2),
+    (["--learning_rate=2e-3"], 2e-3, 0.1),
+])
+def test_lora_defaults(tmp_path, argv, learning_rate, dropout):
+    """With --lora_rank the learning rate and dropout default to the LoRA
+    sweep's (docs/lora_quantization.md); flags given win."""
+    args = train_lib.build_parser().parse_args(["--task=builtin"] + argv)
+    train_lib.resolve_lora_defaults(args)
+    assert (args.learning_rate, args.dropout) == (learning_rate, dropout)
+    help_text = train_lib.build_parser().format_help()
+    assert "Default: 0.001; 0.005 with --lora_rank." in help_text
+
+
 def test_enable_lora_on_named_targets():
     """`--lora_targets`: LoRA on the named layers only (here the token
     embedding too), and an unknown name is an error that lists the layers

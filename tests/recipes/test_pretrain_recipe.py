@@ -122,7 +122,8 @@ def test_glue_fine_tunes_the_pretrained_backbone(tmp_path):
     assert code == 0, out[-3000:]
     assert "from the preset" in out
 
-    # With LoRA: the adapters and the head train, the rest stays the
+    # With LoRA (the recipe's default targets: the backbone's and the token
+    # embedding): the adapters and the head train, the rest stays the
     # preset's; the run's preset holds the merged weights.
     lora_dir = str(tmp_path / "lora")
     code, out = run_here("recipes.glue", [
@@ -132,7 +133,8 @@ def test_glue_fine_tunes_the_pretrained_backbone(tmp_path):
     assert code == 0, out[-3000:]
     assert "(LoRA rank 4 on value, attention_output" in out
     adapted = SynthesizerBackbone.from_preset(preset)
-    adapted.enable_lora(4)
+    targets = list(adapted.default_lora_layer_names()) + ["token_embedding"]
+    adapted.enable_lora(4, target_layer_names=targets)
     head = pretrained.hidden_dim * 2 + 2
     expected = sum(int(np.prod(w.shape)) for w in adapted.trainable_weights)
     assert _results(lora_dir)["parameters"] == expected + head
@@ -147,9 +149,10 @@ def test_glue_fine_tunes_the_pretrained_backbone(tmp_path):
     # The adapted layers' kernels (merged) and biases; nothing else.
     assert changed and all(
         any(f"/{name}/" in f"/{path}"
-            for name in adapted.default_lora_layer_names())
+            for name in targets)
         for path in changed), sorted(changed)
     assert "self_attention_layer/random/logits" in changed  # R + A B
+    assert any(p.endswith("token_embedding/embeddings") for p in changed), sorted(changed)
 
 
 def test_two_workers_pretrain_and_score_alike(tmp_path):
