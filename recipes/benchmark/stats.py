@@ -13,6 +13,19 @@ def log(message):
           file=sys.stderr, flush=True)
 
 
+def median_seconds(fn, repetitions, warmup=1):
+    """The median wall time of `repetitions` calls of `fn`, after `warmup`
+    untimed calls."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repetitions):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
 def percentile(values, q):
     values = sorted(values)
     if len(values) == 1:

@@ -9,7 +9,6 @@ so that a time is the time the GPU took, not the time to queue its work.
 """
 
 import math
-import statistics
 import time
 
 from recipes.benchmark import flags
@@ -119,14 +118,8 @@ class Backend:
         """GFLOP/s of an `n x n` float32 matrix product on the device the
         rows run on (each call returns once the product is done)."""
         fn = getattr(self, f"_matmul_{self.name}")(n)
-        fn()
-        fn()
-        times = []
-        for _ in range(repetitions):
-            start = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - start)
-        return 2 * n**3 / statistics.median(times) / 1e9
+        seconds = stats.median_seconds(fn, repetitions, warmup=2)
+        return 2 * n**3 / seconds / 1e9
 
     # ---------------------------------------------------------- tensorflow
 

@@ -21,10 +21,9 @@ in milliseconds per `--tokens` rows.
 import argparse
 import json
 import os
-import statistics
-import time
 
 from recipes import cli
+from recipes.benchmark import stats
 from recipes.core import flags
 
 
@@ -64,16 +63,6 @@ def build_parser():
     return parser
 
 
-def _time(fn, repetitions):
-    fn()
-    times = []
-    for _ in range(repetitions):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def profile_shape(k, n, args):
     """Milliseconds per `--tokens` rows of each part, for `k -> n`."""
     import keras
@@ -85,7 +74,7 @@ def profile_shape(k, n, args):
     x = rng.standard_normal((rows, k)).astype("float32")
 
     def per_batch(model, data):
-        seconds = _time(lambda: model.predict(
+        seconds = stats.median_seconds(lambda: model.predict(
             data, batch_size=args.tokens, verbose=0), args.repetitions)
         return 1e3 * seconds / args.batches
 
@@ -120,12 +109,12 @@ def profile_shape(k, n, args):
         a = torch.as_tensor(ops.convert_to_numpy(quantized)[:args.tokens])
         b = torch.as_tensor(ops.convert_to_numpy(kernel))
         try:
-            row["int8_gemm_kernel_ms"] = 1e3 * _time(
+            row["int8_gemm_kernel_ms"] = 1e3 * stats.median_seconds(
                 lambda: torch._int_mm(a, b), args.repetitions)
         except RuntimeError as error:  # no CPU kernel in this build
             row["int8_gemm_kernel_error"] = str(error).splitlines()[0]
         fa, fb = a.float(), b.float()
-        row["float32_gemm_kernel_ms"] = 1e3 * _time(
+        row["float32_gemm_kernel_ms"] = 1e3 * stats.median_seconds(
             lambda: torch.matmul(fa, fb), args.repetitions)
     return row
 
