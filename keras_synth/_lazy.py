@@ -50,6 +50,7 @@ DEFERRED = {
         "keras_synth.layers.blocks.encoder:SynthesizerEncoder",
     "keras_synth>SynthesizerDecoder":
         "keras_synth.layers.blocks.decoder:SynthesizerDecoder",
+    "keras_synth>exact_gelu": "keras_synth.layers.blocks.base:exact_gelu",
     "keras_synth>LengthPenaltyBeamSampler":
         "keras_synth.samplers.length_penalty_beam_sampler:"
         "LengthPenaltyBeamSampler",
