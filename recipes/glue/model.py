@@ -240,11 +240,19 @@ def _new_backbone(vocab_size, num_segments, sequence_length, synthesizer,
     )
 
 
+# LoRA targets the recipe adds to the backbone's defaults: the token
+# embedding, where SST-2 fine-tuning of a small preset learns most (the
+# sweep of docs/lora_quantization.md).
+LORA_EXTRA_TARGETS = ("token_embedding",)
+
+
 def enable_lora(backbone, rank, target_layer_names=None):
     """`backbone.enable_lora(rank, target_layer_names)` after checking that
     each name is a layer of the backbone that takes LoRA; returns the
-    names adapted."""
-    names = list(target_layer_names or backbone.default_lora_layer_names())
+    names adapted. Default: the backbone's `default_lora_layer_names()`
+    and `LORA_EXTRA_TARGETS`."""
+    names = list(target_layer_names or (
+        list(backbone.default_lora_layer_names()) + list(LORA_EXTRA_TARGETS)))
     available = sorted({layer.name for layer in backbone._flatten_layers(
         include_self=False) if hasattr(layer, "enable_lora") and layer.weights})
     unknown = [name for name in names if name not in available]

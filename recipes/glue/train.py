@@ -41,11 +41,10 @@ MODEL_DEFAULTS = {"synthesizer": "random+vanilla", "num_layers": 2,
                   "synthesizer_options": None, "max_length": 128,
                   "vocab_size": 8000, "lowercase": True, "pooling": "mean"}
 PRESET_BACKBONES = ("SynthesizerBackbone",)
-# Defaults that depend on --lora_rank: (full fine-tuning, LoRA). The LoRA
-# ones, and LoRA on the token embedding too (`LORA_EXTRA_TARGETS`), come
-# from the SST-2 sweep of docs/lora_quantization.md.
+# Defaults that depend on --lora_rank: (full fine-tuning, LoRA), from the
+# SST-2 sweep of docs/lora_quantization.md (its targets:
+# `model.LORA_EXTRA_TARGETS`).
 LORA_DEFAULTS = {"learning_rate": (1e-3, 5e-3), "dropout": (0.1, 0.0)}
-LORA_EXTRA_TARGETS = ("token_embedding",)
 
 
 def build_parser():
@@ -306,9 +305,7 @@ def run(args, log=print):
         )
         if args.lora_rank:
             built["lora_layers"] = model_lib.enable_lora(
-                model.backbone, args.lora_rank, args.lora_targets or (
-                    list(model.backbone.default_lora_layer_names())
-                    + list(LORA_EXTRA_TARGETS)))
+                model.backbone, args.lora_rank, args.lora_targets)
         model_lib.compile_model(
             model, task, args.learning_rate, steps_per_epoch * args.epochs,
             warmup_fraction=args.warmup_fraction,
