@@ -112,7 +112,7 @@ def slice_rows(x, start, size):
          for axis, n in enumerate(size)])
     for axis in dynamic:
         rows = ops.cast(start[axis], "int32") + ops.arange(
-            size[axis], dtype="int32")
+            0, size[axis], dtype="int32")
         x = ops.take(x, rows, axis=axis)
     return x
 

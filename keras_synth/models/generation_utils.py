@@ -25,7 +25,7 @@ def positions(position_embedding, x, start_index=0):
         return position_embedding(x, start_index=start_index)
     table = ops.convert_to_tensor(position_embedding.position_embeddings)
     rows = ops.cast(start_index, "int32") + ops.arange(
-        ops.shape(x)[1], dtype="int32")
+        0, ops.shape(x)[1], dtype="int32")
     return ops.broadcast_to(
         ops.cast(ops.take(table, rows, axis=0), x.dtype), ops.shape(x))
 

@@ -149,7 +149,7 @@ class LengthPenaltyBeamSampler(keras_hub.samplers.Sampler):
             forced = mask_flat[:, index]
             current = ops.cast(prompt[:, index], "int32")
             is_current = ops.equal(
-                ops.arange(vocab_size, dtype="int32")[None, :], current[:, None]
+                ops.arange(0, vocab_size, dtype="int32")[None, :], current[:, None]
             )
             log_probs = ops.where(
                 forced[:, None], ops.where(is_current, 0.0, NEG_INF), log_probs

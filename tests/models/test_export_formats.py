@@ -24,15 +24,10 @@ from tests.models import export_utils as eu
 # {variant: cause}, the cause a substring of the message; "*" stands for
 # every variant.
 ALL = "*"
-JAX_ARANGE = "jax.numpy.arange"  # jax2onnx: an arange bound traced as None
 FAILURES = {}
 for task in eu.TASKS:
     FAILURES[("litert", "jax", task)] = {
         ALL: "supports the tensorflow and torch backends only"}
-for task in ("causal_lm", "decoding_step"):
-    FAILURES[("onnx", "jax", task)] = {ALL: JAX_ARANGE}
-for task in ("classifier", "masked_lm"):
-    FAILURES[("onnx", "jax", task)] = {"factorized_dense": JAX_ARANGE}
 
 
 @functools.lru_cache(maxsize=None)

@@ -136,8 +136,8 @@ def _scatter_rows(cache, updates, start):
     """`cache (B, S, ...)` with rows `start ... start + T - 1` of every
     example replaced by `updates (B, T, ...)`, as one `ops.scatter_update`."""
     batch_size, length = ops.shape(updates)[0], ops.shape(updates)[1]
-    examples = ops.repeat(ops.arange(batch_size, dtype="int32"), length)
-    rows = ops.tile(ops.arange(length, dtype="int32")
+    examples = ops.repeat(ops.arange(0, batch_size, dtype="int32"), length)
+    rows = ops.tile(ops.arange(0, length, dtype="int32")
                     + ops.cast(start, "int32"), [batch_size])
     indices = ops.stack([examples, rows], axis=1)
     flat = ops.reshape(updates, (-1,) + tuple(updates.shape[2:]))

@@ -43,7 +43,7 @@ def lowest_value(dtype):
 
 def positions(query_length, query_start=0):
     """Positions `query_start + i` of the query rows, int32 `(T,)`."""
-    return ops.arange(query_length, dtype="int32") + ops.cast(
+    return ops.arange(0, query_length, dtype="int32") + ops.cast(
         query_start, "int32"
     )
 
@@ -51,7 +51,7 @@ def positions(query_length, query_start=0):
 def causal_mask(query_length, key_length, query_start=0):
     """`(T, S)`: the query at position `query_start + i` sees keys `0..` it."""
     rows = positions(query_length, query_start)
-    cols = ops.arange(key_length, dtype="int32")
+    cols = ops.arange(0, key_length, dtype="int32")
     return ops.greater_equal(
         ops.expand_dims(rows, -1), ops.expand_dims(cols, 0)
     )
@@ -61,7 +61,7 @@ def sliding_window_mask(query_length, key_length, window, query_start=0):
     """`(T, S)`: keys within `window - 1` positions of the query's, either
     side (`MultiHeadAttention`'s `sliding_window` band)."""
     rows = positions(query_length, query_start)
-    cols = ops.arange(key_length, dtype="int32")
+    cols = ops.arange(0, key_length, dtype="int32")
     distance = ops.abs(ops.expand_dims(rows, -1) - ops.expand_dims(cols, 0))
     return ops.less(distance, window)
 

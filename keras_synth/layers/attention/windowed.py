@@ -64,8 +64,8 @@ def windowed_attention(synthesizer, query, values, query_start=0, rows=None,
     before, _ = window_sides(size, synthesizer.padding)
     query_length = ops.shape(query)[1]
     key_length = ops.shape(values)[1]
-    offsets = ops.arange(size, dtype="int32") - before  # (K,)
-    sources = (ops.arange(query_length, dtype="int32")
+    offsets = ops.arange(0, size, dtype="int32") - before  # (K,)
+    sources = (ops.arange(0, query_length, dtype="int32")
                + ops.cast(query_start, "int32"))[:, None] + offsets  # (T, K)
     allowed = ops.logical_and(ops.greater_equal(sources, 0),
                               ops.less(sources, key_length))
@@ -143,6 +143,6 @@ def _window_rows(values, query_start, rows, key_length, before):
         return window[:, :rows]
     # Cached decoding (a traced `query_start`, or lengths not known): the
     # rows around the queries, however long the keys.
-    sources = (ops.arange(rows, dtype="int32")
+    sources = (ops.arange(0, rows, dtype="int32")
                + ops.cast(query_start, "int32") - before)
     return ops.take(values, ops.clip(sources, 0, key_length - 1), axis=1)

@@ -30,9 +30,9 @@ def kernel_taps(query_start, query_length, key_length, kernel_size, padding):
     """`(taps, inside)`, both `(T, S)`: the kernel tap of each key (int32,
     clipped to `0 ... K - 1`) and whether the key is in the window."""
     before, _ = window_sides(kernel_size, padding)
-    rows = ops.arange(query_length, dtype="int32") + ops.cast(
+    rows = ops.arange(0, query_length, dtype="int32") + ops.cast(
         query_start, "int32")
-    taps = (ops.arange(key_length, dtype="int32")[None, :]
+    taps = (ops.arange(0, key_length, dtype="int32")[None, :]
             - rows[:, None] + before)
     inside = ops.logical_and(ops.greater_equal(taps, 0),
                              ops.less(taps, kernel_size))

@@ -117,10 +117,10 @@ def factorized_rows(left, right, sizes, key_length):
     def rows(left, right):
         # The expansions are built here, not closed over: a custom gradient
         # that closes over traced values cannot be exported (jax2tf).
-        keys = ops.arange(key_length)
+        keys = ops.arange(0, key_length)
         expansions = [
             ops.cast(ops.expand_dims(index, 0)
-                     == ops.expand_dims(ops.arange(size), 1), left.dtype)
+                     == ops.expand_dims(ops.arange(0, size), 1), left.dtype)
             for index, size in ((keys // b, a), (keys % b, b))
         ]
 
