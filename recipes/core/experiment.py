@@ -13,7 +13,6 @@ import time
 
 from recipes.core import callbacks
 from recipes.core import devices
-from recipes.core import flags
 from recipes.core import run_directory
 from recipes.core import runtime
 from recipes.core import training
@@ -36,8 +35,6 @@ def open_run(args, validate, load, runtime_flags=run_directory.RUNTIME_FLAGS,
         `RunDirectory` and the `tf.distribute.Strategy` (on JAX and
         PyTorch its stand-in, `compute.BackendStrategy`).
     """
-    flags.check_steps_per_execution(getattr(args, "steps_per_execution",
-                                            None))
     checked = validate(args)
     config = dict(vars(args))
     strategy = runtime.setup(args, log)

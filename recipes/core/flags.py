@@ -58,7 +58,7 @@ def add_common_flags(parser, default_batch_size=32, default_epochs=3,
                        "steps.")
     group.add_argument("--weight_decay", type=float, default=0.01,
                        help="AdamW's decoupled weight decay (0: Adam).")
-    group.add_argument("--ema_momentum", type=float, default=None,
+    group.add_argument("--ema_momentum", type=momentum, default=None,
                        help="Keep an exponential moving average of the "
                        "weights with this momentum (e.g. 0.999) and "
                        "evaluate and export it; the per-epoch log lines "
@@ -119,7 +119,8 @@ def add_common_flags(parser, default_batch_size=32, default_epochs=3,
                        "replicas (XLA under MirroredStrategy fails on "
                        "resources of another device; Keras turns it off "
                        "there itself); XLA is implicit on TPUs.")
-    group.add_argument("--steps_per_execution", type=int, default=None,
+    group.add_argument("--steps_per_execution", type=positive_int,
+                       default=None,
                        help="Training steps run by one call of the "
                        "compiled step (one host round trip); the batch "
                        "hooks of callbacks, and the time budget's check, "
@@ -214,7 +215,17 @@ def _positive(kind, noun, text):
     return value
 
 
+def momentum(text):
+    """`type=` of a flag that takes a number in (0, 1), e.g. 0.999 (see
+    `positive_int`)."""
+    value = _positive(float, "number", text)
+    if not value < 1:
+        raise argparse.ArgumentTypeError("must be in (0, 1), e.g. 0.999")
+    return value
+
+
 positive_int.names_the_flag = positive_float.names_the_flag = True
+momentum.names_the_flag = True
 
 
 def check_hidden_dim(hidden_dim, num_heads):
@@ -228,16 +239,6 @@ def check_hidden_dim(hidden_dim, num_heads):
             "(each head gets hidden_dim / num_heads features). Received: "
             f"--hidden_dim={hidden_dim}, --num_heads={num_heads}"
         )
-
-
-def check_steps_per_execution(value):
-    """Raises a ValueError unless `--steps_per_execution` is None (the
-    default for the device) or a positive integer."""
-    if value is not None and (isinstance(value, bool)
-                              or not isinstance(value, int) or value < 1):
-        raise ValueError(
-            "Argument `--steps_per_execution` must be a positive integer. "
-            f"Received: --steps_per_execution={value}")
 
 
 def steps_per_execution(value, strategy, steps_per_epoch):
@@ -258,7 +259,11 @@ def steps_per_execution(value, strategy, steps_per_epoch):
             `steps_per_epoch` (Keras' last call of an epoch would run a
             full `value` steps, taking the next epoch's batches).
     """
-    check_steps_per_execution(value)
+    if value is not None and (isinstance(value, bool)
+                              or not isinstance(value, int) or value < 1):
+        raise ValueError(
+            "Argument `--steps_per_execution` must be a positive integer. "
+            f"Received: --steps_per_execution={value}")
     if value is None:
         if strategy != "tpu":
             return 1
@@ -296,11 +301,3 @@ def bucketed_shapes(args):
     return (not static_shapes(args)
             and os.environ.get("KERAS_BACKEND") == "jax")
 
-
-def check_ema_momentum(value):
-    """Raises a ValueError unless `--ema_momentum` is None or in (0, 1)."""
-    if value is not None and not 0.0 < value < 1.0:
-        raise ValueError(
-            "Argument `--ema_momentum` must be in (0, 1), e.g. 0.999. "
-            f"Received: --ema_momentum={value}"
-        )

@@ -145,7 +145,6 @@ def validate_seq2seq_args(args, prog, check_options=True):
         args, ("synthesizer", "cross_attention_synthesizer"),
         max_length=args.max_length,
         check_values=check_options)
-    flags.check_ema_momentum(args.ema_momentum)
     if args.max_length < 3:
         raise ValueError(f"Argument `--max_length` must be at least 3 "
                          f"([CLS], a token, [SEP]). Received: "

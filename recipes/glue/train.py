@@ -180,7 +180,6 @@ def validate_args(args, check_options=True):
     if args.max_length < 4 + task.num_segments:
         raise ValueError(f"Argument `--max_length`={args.max_length} is too "
                          "short to pack a sentence.")
-    flags.check_ema_momentum(args.ema_momentum)
     if args.lora_rank is not None and args.preset is None:
         raise ValueError(
             f"Argument `--lora_rank`={args.lora_rank} needs `--preset`: "

@@ -130,7 +130,6 @@ def validate_args(args, check_options=True):
     args.synthesizer_options = model_flags.synthesizer_options(
         args, max_length=args.sequence_length,
         check_values=check_options)
-    flags.check_ema_momentum(args.ema_momentum)
     flags.check_hidden_dim(args.hidden_dim, args.num_heads)
     if not 0.0 <= args.dropout < 1.0:
         raise ValueError("Argument `--dropout` must be in [0, 1). "

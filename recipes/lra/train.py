@@ -186,7 +186,6 @@ def validate_args(args, check_options=True):
                          f"Received: --max_length={args.max_length}")
     _check_attention(args)
     flags.check_hidden_dim(args.hidden_dim, args.num_heads)
-    flags.check_ema_momentum(args.ema_momentum)
     if not 0.0 <= args.dropout < 1.0:
         raise ValueError("Argument `--dropout` must be in [0, 1). "
                          f"Received: --dropout={args.dropout}")

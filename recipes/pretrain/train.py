@@ -167,7 +167,6 @@ def validate_args(args, check_options=True):
             "cross_attention_synthesizer", args.cross_attention_synthesizer)
         variants += ("cross_attention_synthesizer",)
     flags.check_hidden_dim(args.hidden_dim, args.num_heads)
-    flags.check_ema_momentum(args.ema_momentum)
     args.synthesizer_options = model_flags.synthesizer_options(
         args, flags=variants, max_length=args.sequence_length,
         check_values=check_options)

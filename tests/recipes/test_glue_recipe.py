@@ -385,7 +385,7 @@ def test_sentence_pairs_from_glue_tsv(tmp_path):
      r"`--lora_targets` must be comma-separated names, none empty\. "
      r"Received: --lora_targets=value,,key"),
     (["--task=builtin", "--steps_per_execution=0"],
-     r"`--steps_per_execution` must be a positive integer\. Received: "
+     r"`--steps_per_execution` must be positive\. Received: "
      r"--steps_per_execution=0"),
     (["--task=builtin", "--max_train_examples=64", "--batch_size=16",
       "--steps_per_execution=3"],

@@ -29,6 +29,11 @@ def test_common_flags():
      "positive number. Received: --learning_rate=fast"),
     (["--time_budget_minutes=-1"], "Argument `--time_budget_minutes` must "
      "be positive"),
+    (["--ema_momentum=1.5"], "Argument `--ema_momentum` must be in (0, 1), "
+     "e.g. 0.999. Received: --ema_momentum=1.5"),
+    (["--ema_momentum=0"], "Argument `--ema_momentum` must be positive"),
+    (["--steps_per_execution=0"], "Argument `--steps_per_execution` must be "
+     "positive. Received: --steps_per_execution=0"),
 ])
 def test_positive_flags_are_checked_by_their_type(argv, message, capsys):
     from recipes import cli
@@ -43,6 +48,7 @@ def test_positive_flags_are_checked_by_their_type(argv, message, capsys):
     assert f"recipe: error: {message}" in err, err
     assert parser.parse_args(["--learning_rate=1e-4", "--epochs=2"]
                              ).learning_rate == 1e-4
+    assert parser.parse_args(["--ema_momentum=0.999"]).ema_momentum == 0.999
 
 
 def test_steps_per_execution_flag_defaults_per_device_and_divides_epochs():
