@@ -195,9 +195,6 @@ def comma_list(text):
     return names
 
 
-comma_list.names_the_flag = True
-
-
 def positive_float(text):
     """`type=` of a flag that takes a positive number (see
     `positive_int`)."""
@@ -216,16 +213,15 @@ def _positive(kind, noun, text):
 
 
 def momentum(text):
-    """`type=` of a flag that takes a number in (0, 1), e.g. 0.999 (see
-    `positive_int`)."""
+    """`type=` of a flag in (0, 1), e.g. 0.999 (see `positive_int`)."""
     value = _positive(float, "number", text)
     if not value < 1:
         raise argparse.ArgumentTypeError("must be in (0, 1), e.g. 0.999")
     return value
 
 
-positive_int.names_the_flag = positive_float.names_the_flag = True
-momentum.names_the_flag = True
+for _type in (positive_int, positive_float, momentum, comma_list):
+    _type.names_the_flag = True
 
 
 def check_hidden_dim(hidden_dim, num_heads):
