@@ -25,7 +25,8 @@ every backend the SavedModel of the token-id model equals the reloaded
 `.keras` model (JAX) or one line says why it is not written (PyTorch),
 and each recipe's own outputs are checked (`RUN_CHECKS`: GLUE's preset,
 `.keras` model, attention picture and submission file; the LM's samples
-and validation loss; translation's hypotheses; pretraining's preset,
+and validation loss; translation's hypotheses, scores, `.keras` model
+and SavedModel; pretraining's preset,
 loaded by the classifier). One run per recipe and backend serves all of
 these checks.
 """
@@ -34,6 +35,7 @@ import json
 import os
 import subprocess
 import sys
+import zipfile
 
 import keras
 import numpy as np
@@ -229,12 +231,56 @@ def _check_decoded(results, out):
 
 
 def _check_translate(run_dir, results, out, model):
-    assert os.path.isfile(os.path.join(run_dir, "model.keras"))
+    """The hypotheses written and their scores (recomputed with
+    sacrebleu); the `.keras` file names only the package's classes and
+    translates as the run did; on TensorFlow the SavedModel's `translate`
+    signature answers as the `.keras` model, a too-long source cut and
+    flagged."""
+    import sacrebleu
+
+    from keras_synth.models import SynthesizerSeq2SeqLM
+    from recipes.core import seq2seq_model as modeling
+    from recipes.translate import data as data_lib
+
     limit = _check_decoded(results, out)
-    with open(os.path.join(run_dir, "hypotheses.valid.en"),
+    args = results["args"]
+    references = data_lib.load_files(data_lib.builtin_files(
+        args["src"], args["tgt"]))
+    for split in ("valid", "test"):
+        with open(results["hypotheses"][split], encoding="utf-8") as f:
+            hypotheses = f.read().splitlines()
+        assert len(hypotheses) == limit
+        wanted = [list(references[split].tgt[:limit])]
+        assert results["bleu"][split] == pytest.approx(
+            sacrebleu.corpus_bleu(hypotheses, wanted).score, abs=1e-6)
+        assert results["chrf"][split] == pytest.approx(
+            sacrebleu.corpus_chrf(hypotheses, wanted).score, abs=1e-6)
+    with zipfile.ZipFile(results["keras_model"]) as archive:
+        config = archive.read("config.json").decode()
+    assert "keras_synth>InverseSqrtSchedule" in config
+    assert "recipes" not in config
+    loaded = model or keras.saving.load_model(results["keras_model"])
+    assert isinstance(loaded, SynthesizerSeq2SeqLM)
+    # The run's sampler (a beam of --beam_size).
+    modeling.compile_lm(loaded, 3e-3, 10, beam_size=args["beam_size"])
+    sources = list(references["test"].src[:4]) + ["Ein Hund " * 30]
+    expected, stats = modeling.translate(loaded, sources, batch_size=4)
+    assert stats["truncated"] >= 1  # (the last one at least)
+    assert all(isinstance(t, str) for t in expected)
+    if BACKEND != "tensorflow":
+        return
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401 (the export's tokenizer ops)
+
+    outputs = tf.saved_model.load(results["export"]).signatures[
+        "translate"](source=tf.constant(sources))
+    assert [t.decode("utf-8") for t in outputs["translation"].numpy()] == (
+        expected)
+    cut = outputs["source_truncated"].numpy().tolist()
+    assert cut[-1] and sum(cut) == stats["truncated"], (cut, stats)
+    with open(os.path.join(results["export"], "assets", "README.md"),
               encoding="utf-8") as f:
-        assert len(f.read().splitlines()) == limit
-    assert "bleu" in results and "test" in results["bleu"], sorted(results)
+        assert "signatures['translate']" in f.read()
 
 
 # A text-to-text recipe's outputs key -> (recipe, its SavedModel's

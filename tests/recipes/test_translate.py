@@ -1,13 +1,10 @@
 """The translation recipe on TensorFlow: its preprocessor and features
 over `keras_synth.models.SynthesizerSeq2SeqLM`, the schedule, batched
-translation, tensorflow_datasets under mock_data, and a tiny end-to-end run
-(train, resume, decode, score, export, reload the SavedModel and the
-`.keras` model). The model, the cached searches and the loss are tested in
-tests/models and tests/samplers."""
-
-import json
-import os
-import zipfile
+translation and tensorflow_datasets under mock_data. The recipe's run
+(trained, killed, resumed, decoded, scored, its SavedModel and `.keras`
+model reloaded) is tests/recipes/test_harness.py's, on every backend; the
+model, the cached searches and the loss are tested in tests/models and
+tests/samplers."""
 
 import keras
 import numpy as np
@@ -25,14 +22,10 @@ if keras.backend.backend() != "tensorflow":
 import tensorflow as tf  # noqa: E402
 
 from keras_synth.models import InverseSqrtSchedule  # noqa: E402
-from keras_synth.models import SynthesizerSeq2SeqLM  # noqa: E402
 from recipes.core import parallel_data  # noqa: E402
-from recipes.core import run_directory  # noqa: E402
 from recipes.core import seq2seq_model as modeling  # noqa: E402
-from recipes.core import storage  # noqa: E402
 from recipes.core import vocabulary  # noqa: E402
 from recipes.translate import data as data_lib  # noqa: E402
-from recipes.translate import train as train_lib  # noqa: E402
 
 VOCAB = list(vocabulary.RESERVED_TOKENS) + [
     "ein", "hund", "a", "dog", "runs", "läuft", "##s", ".", ",", "-", "'",
@@ -173,115 +166,3 @@ def test_tfds_translation_set_under_mock_data():
         data_lib.tfds_config("wmt14_translate", "ja", "en")
     with pytest.raises(ValueError, match=r"unknown tensorflow_datasets"):
         data_lib.tfds_config("no_such_dataset_xyz", "de", "en")
-
-
-# --------------------------------------------------------------- end to end
-
-TINY = ["--src=de", "--tgt=en", "--dataset=builtin", "--max_length=24",
-        "--hidden_dim=32", "--num_heads=2", "--num_layers=1",
-        "--vocab_size=300", "--batch_size=32", "--max_train_examples=512",
-        "--learning_rate=3e-3", "--warmup_steps=10", "--beam_size=2",
-        "--decode_batch_size=100", "--verbose=0", "--dropout=0.0",
-        "--max_decode_examples=48"]
-DECODED = 48  # of the built-in 200 valid and 200 test pairs
-
-
-def run(argv):
-    return train_lib.run(train_lib.build_parser().parse_args(argv),
-                         log=lambda *_: None)
-
-
-def test_end_to_end_train_resume_decode_score_export(tmp_path):
-    model_dir = str(tmp_path / "run")
-    argv = TINY + ["--synthesizer=random+vanilla", "--no_tensorboard",
-                   f"--model_dir={model_dir}"]
-    first = run(argv + ["--epochs=1", "--no_export"])
-    assert first["resumed_from_epoch"] == 0
-    assert first["export"] is None
-    # The same run with more epochs resumes after epoch 1.
-    results = run(argv + ["--epochs=3"])
-    assert results["resumed_from_epoch"] == 1
-    history = results["history"]
-    assert [h["epoch"] for h in history] == [1, 2, 3]
-    assert history[-1]["loss"] < history[0]["loss"]
-    with open(os.path.join(model_dir, "results.json")) as f:
-        saved = json.load(f)
-    assert saved["args"]["synthesizer"] == "random+vanilla"
-    assert saved["parameters"] > 0 and saved["tokens_per_second"] > 0
-    references = data_lib.load_files(data_lib.builtin_files("de", "en"))
-    for split in ("valid", "test"):
-        assert saved["decoding"][split]["sentences_per_second"] > 0
-        assert saved["decoded_pairs"][split] == {"decoded": DECODED,
-                                                 "of": 200}
-        with open(saved["hypotheses"][split], encoding="utf-8") as f:
-            hypotheses = f.read().splitlines()
-        assert len(hypotheses) == DECODED
-        # The scores are those of the written translations, against the
-        # references of the pairs decoded.
-        _assert_scores(saved, split, hypotheses,
-                       references[split].tgt[:DECODED])
-    # Training helped: better than the first epoch's translations.
-    assert results["chrf"]["test"] > first["chrf"]["test"]
-    # A different configuration is refused.
-    with pytest.raises(ValueError, match="different configuration"):
-        run(TINY + ["--synthesizer=dense", f"--model_dir={model_dir}",
-                    "--epochs=3"])
-
-    # The SavedModel translates like the Keras model.
-    test = data_lib.load_files(data_lib.builtin_files("de", "en"))["test"]
-    sources = test.src[:6] + ["Ein Hund " * 30]  # the last one is cut
-    reloaded = tf.saved_model.load(results["export"])
-    outputs = reloaded.signatures["translate"](source=tf.constant(sources))
-    exported = [t.decode("utf-8") for t in outputs["translation"].numpy()]
-    assert outputs["source_truncated"].numpy().tolist() == [False] * 6 + [
-        True]
-    lm = _restore(model_dir)
-    expected, stats = modeling.translate(lm, sources, batch_size=4)
-    assert exported == expected
-    assert stats["truncated"] == 1
-    # (The tiny model may end a translation at once: some, not all, empty;
-    # that it learned is checked on the scores above.)
-    assert all(isinstance(t, str) for t in exported)
-    assert any(exported[:6]), exported
-    with open(os.path.join(results["export"], "assets", "README.md")) as f:
-        assert "signatures['translate']" in f.read()
-
-    # The `.keras` model: the trained weights with the preprocessor, naming
-    # only classes of the package (it loads with the wheel alone).
-    assert results["keras_model"] == os.path.join(model_dir, "model.keras")
-    with zipfile.ZipFile(results["keras_model"]) as archive:
-        config = archive.read("config.json").decode()
-    assert "keras_synth>InverseSqrtSchedule" in config
-    assert "recipes" not in config
-    loaded = keras.saving.load_model(results["keras_model"])
-    assert isinstance(loaded, SynthesizerSeq2SeqLM)
-    modeling.compile_lm(loaded, 3e-3, 10, beam_size=2)  # the run's sampler
-    assert modeling.translate(loaded, sources, batch_size=4)[0] == expected
-
-
-def _assert_scores(results, split, hypotheses, references):
-    """`results`' BLEU and chrF of `split` are those of `hypotheses` against
-    `references` (sacrebleu, recomputed here)."""
-    import sacrebleu
-
-    assert len(references) == len(hypotheses)
-    bleu = sacrebleu.corpus_bleu(hypotheses, [list(references)]).score
-    chrf = sacrebleu.corpus_chrf(hypotheses, [list(references)]).score
-    assert results["bleu"][split] == pytest.approx(bleu, abs=1e-6)
-    assert results["chrf"][split] == pytest.approx(chrf, abs=1e-6)
-    assert chrf > 0.0
-
-
-def _restore(model_dir):
-    """The trained model, rebuilt, loaded from the last checkpoint, with
-    its preprocessor."""
-    vocab = vocabulary.load_vocabulary(os.path.join(model_dir, "vocab.txt"))
-    lm = modeling.build_lm(len(vocab), len(vocab), 24, "random+vanilla",
-                           hidden_dim=32, num_layers=1, num_heads=2,
-                           dropout=0.0)
-    modeling.compile_lm(lm, 3e-3, 10, beam_size=2)
-    run_dir = run_directory.RunDirectory(model_dir, storage.read_json(
-        os.path.join(model_dir, "args.json")))
-    assert run_dir.restore(lm) == 3
-    lm.preprocessor = modeling.make_preprocessor(vocab, vocab, 24)
-    return lm
