@@ -2,7 +2,6 @@
 PyTorch: tests/recipes/test_recipes_on_backends.py)."""
 
 import os
-import time
 
 import keras
 import numpy as np
@@ -281,58 +280,6 @@ def _compare_with_export(run_dir, task, columns, expected):
                                   probabilities.argmax(-1))
     assert [s.decode() for s in out["label_name"].numpy()] == [
         task.labels[i] for i in probabilities.argmax(-1)]
-
-
-def test_builtin_end_to_end_train_export(tmp_path):
-    # (Killed mid-epoch and resumed to the same history: test_harness.py;
-    # resumed on ram://: test_cloud_storage.py.)
-    run_dir = str(tmp_path / "run")
-    argv = ["--task=builtin", "--synthesizer=random+vanilla",
-            f"--model_dir={run_dir}", "--epochs=2",
-            "--max_train_examples=96"] + TINY
-
-    started = time.time()
-    results = run(argv)
-    elapsed = time.time() - started
-    steps = 96 // 16
-    assert results["resumed_from_epoch"] == 0
-    assert results["optimizer_steps"] == 2 * steps
-    assert [h["epoch"] for h in results["history"]] == [1, 2]
-    assert "dev_accuracy" in results["history"][0]
-    saved = storage.read_json(os.path.join(run_dir, "results.json"))
-    assert saved["task"] == "builtin"
-    assert saved["synthesizer"] == "random+vanilla"
-    # The final dev accuracy is that of the last epoch's evaluation (same
-    # weights, no EMA), computed by another code path (the epoch callback).
-    assert saved["metrics"]["dev"]["accuracy"] == pytest.approx(
-        results["history"][-1]["dev_accuracy"], abs=1e-6)
-    # Timings: the run's wall time is within the call's, and its 12
-    # training steps took at most that long.
-    assert 0.0 < saved["wall_time_s"] <= elapsed
-    assert saved["steps_per_second"] >= 2 * steps / saved["wall_time_s"]
-    assert saved["args"]["max_train_examples"] == 96
-    for name in ("vocab.txt", "args.json", "attention.png", "history.csv",
-                 "backup/epoch-2/model.weights.h5"):
-        assert os.path.isfile(os.path.join(run_dir, name)), name
-    with open(os.path.join(run_dir, "attention.png"), "rb") as f:
-        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
-    assert os.listdir(os.path.join(run_dir, "logs"))
-    lines = open(os.path.join(run_dir, "submission", "builtin.tsv"),
-                 encoding="utf-8").read().splitlines()
-    assert lines[0] == "index\tprediction" and len(lines) == 301
-    assert {line.split("\t")[1] for line in lines[1:]} <= {"0", "1"}
-
-    texts = [("the film was not good .",), ("the plot is great .",),
-             ("honestly , the cast felt dull but the music was fresh .",)]
-    model = _reload_and_compare(run_dir, tasks.get_task("builtin"), argv,
-                                texts)
-    # `parameters` counts the trained model's trainable weights.
-    assert saved["parameters"] == sum(
-        int(np.prod(w.shape)) for w in model.trainable_weights)
-
-    # 3. A different configuration in the same run directory is refused.
-    with pytest.raises(ValueError, match=r"--hidden_dim: 16 there, 32 now"):
-        run(argv + ["--hidden_dim=32"])
 
 
 def test_sentence_pairs_from_glue_tsv(tmp_path):

@@ -24,7 +24,8 @@ The uninterrupted run (a) is then checked as a user would use it: on
 every backend the SavedModel of the token-id model equals the reloaded
 `.keras` model (JAX) or one line says why it is not written (PyTorch),
 and each recipe's own outputs are checked (`RUN_CHECKS`: GLUE's preset,
-`.keras` model, attention picture and submission file; the LM's samples
+`.keras` model, SavedModel, metrics, attention picture and submission
+file; the LM's samples
 and validation loss; translation's hypotheses, scores, `.keras` model
 and SavedModel; pretraining's preset,
 loaded by the classifier). One run per recipe and backend serves all of
@@ -193,17 +194,45 @@ def _check_glue(run_dir, results, out, model):
     assert _is_png(os.path.join(run_dir, "attention.png"))
     lines = open(os.path.join(run_dir, "submission", "builtin.tsv"),
                  encoding="utf-8").read().splitlines()
-    assert len(lines) == 301
+    assert lines[0] == "index\tprediction" and len(lines) == 301
+    assert {line.split("\t")[1] for line in lines[1:]} <= {"0", "1"}
+    for name in ("vocab.txt", "args.json", "history.csv"):
+        assert os.path.isfile(os.path.join(run_dir, name)), name
+    assert (results["task"], results["synthesizer"]) == (
+        "builtin", args["synthesizer"])
+    # The final dev accuracy is the last epoch's evaluation (the same
+    # weights), computed by another code path (the epoch callback).
+    assert results["metrics"]["dev"]["accuracy"] == pytest.approx(
+        results["history"][-1]["dev_accuracy"], abs=1e-6)
+    assert results["steps_per_second"] >= (
+        results["optimizer_steps"] / results["wall_time_s"] > 0)
     # The preset (and off TensorFlow the .keras model) reload on this
-    # backend and agree on raw strings.
-    texts = ["the film was not good .", "the plot is great ."]
+    # backend and agree on raw strings; on TensorFlow the SavedModel
+    # (raw strings in) too. A sentence longer than --max_length included.
+    texts = ["the film was not good .", "the plot is great .",
+             "honestly , the cast felt dull but the music was fresh . " * 4]
     preset = SynthesizerTextClassifier.from_preset(results["preset"])
+    assert results["parameters"] == sum(
+        int(np.prod(w.shape)) for w in preset.trainable_weights)
     logits = keras.ops.convert_to_numpy(preset.predict(texts, verbose=0))
-    assert logits.shape == (2, 2) and np.isfinite(logits).all()
+    assert logits.shape == (3, 2) and np.isfinite(logits).all()
     if model is not None:
         np.testing.assert_allclose(
             keras.ops.convert_to_numpy(model.predict(texts, verbose=0)),
             logits, rtol=1e-5, atol=1e-6)
+    if BACKEND == "tensorflow":
+        import tensorflow as tf
+        import tensorflow_text  # noqa: F401 (the export's tokenizer ops)
+
+        serve = tf.saved_model.load(results["export"]).signatures[
+            "serving_default"]
+        served = serve(sentence=tf.constant(texts))
+        probabilities = keras.ops.convert_to_numpy(
+            keras.ops.softmax(logits))
+        np.testing.assert_allclose(served["probabilities"].numpy(),
+                                   probabilities, rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(served["label"].numpy(),
+                                      probabilities.argmax(-1))
 
 
 def _check_lm(run_dir, results, out, model):
