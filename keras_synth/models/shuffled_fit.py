@@ -50,9 +50,8 @@ def in_memory_dataset(data, batch_size=None, shuffle=True,
 def is_in_memory(data):
     """Whether `data` (a structure of lists, tuples and dicts) holds only
     strings, numbers, arrays and tensors (and `None`s): what
-    `in_memory_dataset` takes.
-    Datasets, generators and loaders (`tf.data`, grain, PyDataset) are
-    not."""
+    `in_memory_dataset` takes. Datasets, generators and loaders
+    (`tf.data`, grain, PyDataset) are not."""
     import numpy as np
 
     import keras
