@@ -1,14 +1,16 @@
 """Small helpers shared by the layer modules.
 
 Integer checks, initializer copies, the Keras mask attached to a tensor,
-reading a boolean tensor's value when it has one (eager) or not (traced),
-a branch on it and a slice at a tensor offset that PyTorch's export can
-trace, and an `EinsumDense` whose bias broadcasts alike on every backend.
+reading a boolean tensor's value when it has one (eager) or not (traced)
+and a branch on it, whether the backend computes on an accelerator, a
+slice at a tensor offset that PyTorch's export can trace, and an
+`EinsumDense` whose bias broadcasts alike on every backend.
 (Run-time checks of a TensorFlow graph are in `graph_checks`.)
 Shared by the modules of this package; not part of the public API.
 """
 
 import contextlib
+import functools
 import threading
 
 import keras
@@ -68,6 +70,27 @@ def clone_initializer(initializer):
     if not isinstance(initializer, keras.initializers.Initializer):
         return initializer
     return initializer.__class__.from_config(initializer.get_config())
+
+
+@functools.cache
+def on_accelerator():
+    """Whether this process's backend computes on a GPU or TPU (where
+    Keras places tensors by default), not on the CPU."""
+    backend = keras.backend.backend()
+    if backend == "jax":
+        import jax
+
+        return jax.default_backend() != "cpu"
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        return any(tf.config.list_logical_devices(kind)
+                   for kind in ("GPU", "TPU"))
+    if backend == "torch":
+        import torch
+
+        return torch.cuda.is_available()
+    return False
 
 
 def concrete_bool(x):

@@ -249,12 +249,13 @@ def test_other_attention_axes_raise(axes):
                              attention_axes=axes)
 
 
-def test_flash_attention_raises():
+def test_flash_attention_raises_without_a_dot_product_part():
+    # Variants with `vanilla` accept it: tests/layers/test_fused_attention.py.
     with pytest.raises(ValueError, match=r"argument `flash_attention`.*flash_attention=True"):
-        SynthesizerAttention(num_heads=H, key_dim=K, synthesizer="vanilla",
-                             flash_attention=True)
-    SynthesizerAttention(num_heads=H, key_dim=K, synthesizer="vanilla",
-                         flash_attention=False)
+        SynthesizerAttention(num_heads=H, key_dim=K, synthesizer="dense",
+                             max_length=8, flash_attention=True)
+    SynthesizerAttention(num_heads=H, key_dim=K, synthesizer="dense",
+                         max_length=8, flash_attention=False)
 
 
 @pytest.mark.parametrize("window", [0, -1, 1.5, "2"])

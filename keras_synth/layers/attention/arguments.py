@@ -82,13 +82,30 @@ def check_attention_axes(attention_axes):
     )
 
 
-def check_flash_attention(flash_attention):
-    if flash_attention:
+def check_flash_attention(flash_attention, variants, dropout):
+    """`None`, `False`, or `True` for a variant with a dot-product part
+    (`vanilla`) and no dropout, as `MultiHeadAttention` allows it."""
+    if flash_attention not in (None, True, False):
+        raise ValueError(
+            "Received an invalid value for argument `flash_attention`. "
+            f"Expected None, True or False. Received: "
+            f"flash_attention={flash_attention!r}"
+        )
+    if not flash_attention:
+        return
+    if "vanilla" not in variants:
         raise ValueError(
             "Received an invalid value for argument `flash_attention`: "
-            "synthesized logits are not dot products, so no flash attention "
-            "kernel applies. Expected None or False. Received: "
-            f"flash_attention={flash_attention!r}"
+            f"synthesizer={'+'.join(variants)!r} has no dot-product part, so "
+            "no flash attention kernel computes its logits. Expected None "
+            "or False, or a variant with 'vanilla' (e.g. 'random+vanilla'). "
+            f"Received: flash_attention={flash_attention!r}"
+        )
+    if dropout > 0.0:
+        raise ValueError(
+            "Dropout is not supported when flash attention is enabled. "
+            "Expected dropout=0.0 with flash_attention=True. Received: "
+            f"dropout={dropout}, flash_attention={flash_attention!r}"
         )
 
 

@@ -28,7 +28,6 @@ reads them reports it. The other rows are kept; marking the whole cache
 would copy it at every compiled step.
 """
 
-import functools
 import math
 
 import keras
@@ -101,35 +100,62 @@ def update_cache(cache, cache_update_index, new_values, new_keys=None,
     `in_range` is `positions_in_range`'s flag for a traced index (`None`
     when everything is known to fit): where it is False the rows written
     are NaN, not the new keys and values (see the module docstring).
+
+    The new rows of every slot are written into the 5-D cache in one
+    `slice_update`, which a compiler runs in place; the keys and values
+    are then read from it. (Slicing the slots out, writing each and
+    stacking them again copied the whole cache at every compiled step, as
+    did XLA's layout change of a values-only cache's size-1 slot axis.)
     """
-    values = cache[:, -1, ...]
-    keys = cache[:, 0, ...] if cache.shape[1] == 2 else None
     if cache_update_index is None:
-        return keys, values, cache
+        return _keys(cache), cache[:, -1, ...], cache
     new_values = nan_unless(in_range, new_values)
     if new_keys is not None:
         new_keys = nan_unless(in_range, new_keys)
-    start = [0, cache_update_index, 0, 0]
+    if keras.backend.backend() == "tensorflow" and export_format() == "onnx":
+        # TensorFlow's `slice_update` is XLA's DynamicUpdateSlice, which
+        # ONNX (tf2onnx) has no operator for; a scatter of the same rows
+        # is ONNX's ScatterND. Only there: XLA runs the slice in place, and
+        # LiteRT has DynamicUpdateSlice but no scatter of its own.
+        values = _scatter_rows(cache[:, -1, ...], new_values,
+                               cache_update_index)
+        if new_keys is None:
+            return None, values, ops.expand_dims(values, 1)
+        keys = _scatter_rows(cache[:, 0, ...], new_keys, cache_update_index)
+        return keys, values, ops.stack((keys, values), axis=1)
+    if new_keys is None:
+        update = ops.expand_dims(new_values, 1)
+    else:
+        update = ops.stack((new_keys, new_values), axis=1)
+    start = [0, 0, cache_update_index, 0, 0]
     if keras.backend.backend() == "torch" and not is_int(cache_update_index):
         # PyTorch's ONNX exporter writes the update as a ScatterND of the
         # start's dtype (ONNX requires int64) and stacks the start as it is
         # given (ONNX's Concat requires one dtype): one int64 tensor.
         zero = ops.zeros((), "int64")
         start = ops.stack(
-            [zero, ops.cast(cache_update_index, "int64"), zero, zero])
-    if keras.backend.backend() == "tensorflow" and export_format() == "onnx":
-        # TensorFlow's `slice_update` is XLA's DynamicUpdateSlice, which
-        # ONNX (tf2onnx) has no operator for; a scatter of the same rows
-        # is ONNX's ScatterND. Only there: XLA runs the slice in place, and
-        # LiteRT has DynamicUpdateSlice but no scatter of its own.
-        write = functools.partial(_scatter_rows, start=cache_update_index)
-    else:
-        write = functools.partial(ops.slice_update, start_indices=start)
-    values = write(values, updates=new_values)
-    if keys is None:
-        return None, values, ops.expand_dims(values, 1)
-    keys = write(keys, updates=new_keys)
-    return keys, values, ops.stack((keys, values), axis=1)
+            [zero, zero, ops.cast(cache_update_index, "int64"), zero, zero])
+    cache = ops.slice_update(cache, start, update)
+    return _keys(cache), cache[:, -1, ...], cache
+
+
+def _keys(cache):
+    """The keys of a key/value cache, `None` for a values-only one."""
+    return cache[:, 0, ...] if cache.shape[1] == 2 else None
+
+
+def read_rows(cache, rows):
+    """`(keys, values)` of the first `rows` positions, `(B, rows, H, k)`,
+    sliced from the 5-D cache (keys `None` for a values-only cache).
+
+    A decoding step reads its prefix with this inside `read_prefix`'s
+    branches: the branches then take the cache `update_cache` wrote, the
+    same tensor the step returns, so a compiler writes it in place. (With
+    the keys and values sliced out before the branches, XLA computed the
+    write twice, once per consumer, copying the whole cache for each.)
+    """
+    keys = cache[:, 0, :rows] if cache.shape[1] == 2 else None
+    return keys, cache[:, -1, :rows]
 
 
 def _scatter_rows(cache, updates, start):

@@ -3,7 +3,9 @@
 `attend` computes the (mixed) logits of the synthesizers and sends them
 down one of two paths (a convolution synthesizer alone with padding,
 causal or sliding-window masks takes a third, `windowed_attention`, which
-never builds `T x S` logits):
+never builds `T x S` logits; a variant with a dot-product part takes
+`keras.ops.dot_product_attention` where `flash_attention` asks for it or
+on an accelerator, `fused_attention`):
 
 - the batch-shared path (`shared_attention`): batch-independent logits
   (random, fixed random, factorized random and their mixtures) with masks
@@ -23,6 +25,7 @@ computation the fast paths must equal, which the tests compare them with.
 from keras import ops
 
 from keras_synth.layers.attention import masks as attention_masks
+from keras_synth.layers.attention import fused as fused_attention
 from keras_synth.layers.attention import general as general_attention
 from keras_synth.layers.synthesizers import mixture
 from keras_synth.layers.attention import query_blocks
@@ -50,6 +53,7 @@ def attend(
     fast_paths=True,
     compute_logits=None,
     masked_softmax=None,
+    flash_attention=None,
 ):
     """Synthesized attention of projected inputs.
 
@@ -73,6 +77,9 @@ def attend(
         masked_softmax: optional `f(logits, mask)` that replaces the masked
             softmax (a layer's overridden `_masked_softmax`); only with
             `fast_paths=False`.
+        flash_attention: the layer's `flash_attention`, resolved: whether
+            a variant with a dot-product part takes the fused path
+            (`fused_attention.uses_fused_path`).
 
     Returns:
         `(attention_output (B, T, H, value_dim), scores or None)`.
@@ -119,6 +126,14 @@ def attend(
         return pattern
 
     pattern = pattern_of(query_start, query_length)
+    if fused_attention.uses_fused_path(
+            synthesizers, flash_attention, fast_paths, dropout, training,
+            return_attention_scores):
+        merged = attention_masks.merge_masks(
+            rows, padded_keys, pattern, attention_mask)
+        return fused_attention.attend(
+            synthesizers, mixture_weights, query, keys, values, query_start,
+            merged, flash_attention), None
     factored = attention_masks.factor_masks(
         rows, padded_keys, pattern, attention_mask
     )

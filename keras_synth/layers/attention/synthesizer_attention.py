@@ -116,8 +116,17 @@ class SynthesizerAttention(CachedDecodingMixin, keras.layers.Layer):
             variant; positions count from `query_start_index` when decoding.
         attention_axes: Only `None` (or `1`, `-2`: the sequence axis) is
             accepted; synthesized logits exist for one sequence axis.
-        flash_attention: Only `None` or `False`: no flash kernel computes
-            synthesized logits.
+        flash_attention: For a variant with a dot-product part
+            (`"vanilla"`, `"random+vanilla"`, `"dense+vanilla"`, ...), as in
+            `MultiHeadAttention`: `True` computes attention with
+            `keras.ops.dot_product_attention(..., flash_attention=True)`,
+            the other components' logits as its `bias` (a fused kernel on
+            GPUs; an error where the backend has none, and with dropout or
+            returned scores); `None` (default) does so on a GPU or TPU,
+            or as `keras.config.enable_flash_attention()` says, and keeps
+            the layer's own path on the CPU, where it is faster; `False`
+            never. Pure synthesizers accept only `None` or `False`: no
+            flash kernel computes synthesized logits.
         seed: Seed for dropout.
         **kwargs: Base layer arguments (`name`, `dtype`, ...).
 
@@ -212,8 +221,8 @@ class SynthesizerAttention(CachedDecodingMixin, keras.layers.Layer):
         arguments.check_dropout(dropout)
         arguments.check_sliding_window(sliding_window)
         arguments.check_attention_axes(attention_axes)
-        arguments.check_flash_attention(flash_attention)
         variants = parse_synthesizer(synthesizer)
+        arguments.check_flash_attention(flash_attention, variants, dropout)
         classes = [get_synthesizer(name) for name in variants]
         arguments.check_max_length(classes, max_length, synthesizer)
         synthesizer_options = pop_legacy_options(
@@ -239,6 +248,7 @@ class SynthesizerAttention(CachedDecodingMixin, keras.layers.Layer):
         self._synthesizer_options = options
         self._use_gate = bool(use_gate)
         self._sliding_window = sliding_window
+        self._flash_attention = flash_attention
         self._kernel_initializer = keras.initializers.get(kernel_initializer)
         self._bias_initializer = keras.initializers.get(bias_initializer)
         self._kernel_regularizer = keras.regularizers.get(kernel_regularizer)
@@ -455,6 +465,13 @@ class SynthesizerAttention(CachedDecodingMixin, keras.layers.Layer):
     ):
         if key is None:
             key = value
+        if return_attention_scores and self._resolved_flash_attention():
+            raise ValueError(
+                "Returning attention scores is not supported when flash "
+                "attention is enabled. Expected return_attention_scores="
+                "False, or flash_attention=False. Received: "
+                "return_attention_scores=True, flash_attention=True"
+            )
         arguments.check_input_shapes(query.shape, value.shape, key.shape)
         # Masks are handled here, at the level of the layer (as in MHA).
         if query_mask is None:
@@ -481,10 +498,14 @@ class SynthesizerAttention(CachedDecodingMixin, keras.layers.Layer):
         def attend(rows=None):
             """Attention over the first `rows` keys/values (all: `None`)."""
             prefix = slice(None, rows)
+            rows_keys, rows_values = (
+                (None if keys is None else keys[:, prefix], values[:, prefix])
+                if cache is None or rows is None
+                else attention_cache.read_rows(cache, rows))
             return self._compute_attention(
                 query,
-                None if keys is None else keys[:, prefix],
-                values[:, prefix],
+                rows_keys,
+                rows_values,
                 query_start=query_start_index,
                 query_mask=query_mask,
                 value_mask=None if value_mask is None else value_mask[:, prefix],
@@ -606,7 +627,18 @@ class SynthesizerAttention(CachedDecodingMixin, keras.layers.Layer):
             fast_paths=fast,
             compute_logits=None if fast else self._compute_logits,
             masked_softmax=None if fast else self._masked_softmax,
+            flash_attention=self._resolved_flash_attention(),
         )
+
+    def _resolved_flash_attention(self):
+        """`flash_attention`, or Keras's global setting where it is `None`
+        (`keras.config.enable_flash_attention`), as `MultiHeadAttention`
+        reads them; `None` for a variant without a dot-product part."""
+        if "vanilla" not in self._variants:
+            return None
+        if self._flash_attention is not None:
+            return self._flash_attention
+        return keras.config.is_flash_attention_enabled()
 
     # -------------------------------------------------------- serialization
 
@@ -672,6 +704,7 @@ class SynthesizerAttention(CachedDecodingMixin, keras.layers.Layer):
                     self._synthesizer_options),
                 "use_gate": self._use_gate,
                 "sliding_window": self._sliding_window,
+                "flash_attention": self._flash_attention,
                 "kernel_initializer": keras.initializers.serialize(
                     self._kernel_initializer
                 ),

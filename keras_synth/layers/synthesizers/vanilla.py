@@ -36,7 +36,7 @@ class VanillaSynthesizer(Synthesizer):
     def project_key(self, key):
         return self.key_dense(key)
 
-    def _scaled_query(self, query, scale):
+    def scaled_query(self, query, scale=None):
         """`X W_Q / sqrt(k)` `(B, T, H, k)`, times `scale` per head."""
         query = ops.cast(self.query_dense(query), self.logits_dtype)
         factor = 1.0 / float(self.key_dim) ** 0.5
@@ -46,13 +46,13 @@ class VanillaSynthesizer(Synthesizer):
 
     def logits(self, query, key, query_start, query_length, key_length,
                scale=None):
-        query = self._scaled_query(query, scale)
+        query = self.scaled_query(query, scale)
         key = ops.cast(key, self.logits_dtype)
         return ops.einsum("btnk,bsnk->bnts", query, key)
 
     def factors(self, query, key, query_start, query_length, key_length,
                 scale=None):
-        query = self._scaled_query(query, scale)
+        query = self.scaled_query(query, scale)
         key = ops.cast(key, self.logits_dtype)
         return (ops.transpose(query, (0, 2, 1, 3)),
                 ops.transpose(key, (0, 2, 3, 1)))
