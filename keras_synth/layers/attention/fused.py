@@ -9,7 +9,7 @@ logits `B` (`mixture.mixed_logits`), a bias. That is what
 on GPUs and TPUs it runs as one fused kernel (cuDNN, flash attention)
 where the general path builds `B x H x T x S` logits, probabilities and
 their product as separate operations. On the CPU no kernel fuses them and
-the general path is the faster one (docs/benchmark.md), so the layer takes
+the general path is not slower (docs/performance.md), so the layer takes
 this path where `flash_attention` asks for it (`True`) or, by default
 (`None`), on an accelerator (`uses_fused_path`).
 

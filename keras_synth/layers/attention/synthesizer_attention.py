@@ -124,7 +124,7 @@ class SynthesizerAttention(CachedDecodingMixin, keras.layers.Layer):
             GPUs; an error where the backend has none, and with dropout or
             returned scores); `None` (default) does so on a GPU or TPU,
             or as `keras.config.enable_flash_attention()` says, and keeps
-            the layer's own path on the CPU, where it is faster; `False`
+            the layer's own path on the CPU, where it is not slower; `False`
             never. Pure synthesizers accept only `None` or `False`: no
             flash kernel computes synthesized logits.
         seed: Seed for dropout.
