@@ -75,22 +75,18 @@ def clone_initializer(initializer):
 @functools.cache
 def on_accelerator():
     """Whether this process's backend computes on a GPU or TPU (where
-    Keras places tensors by default), not on the CPU."""
-    backend = keras.backend.backend()
-    if backend == "jax":
-        import jax
+    Keras places tensors by default), not on the CPU.
 
-        return jax.default_backend() != "cpu"
-    if backend == "tensorflow":
-        import tensorflow as tf
-
-        return any(tf.config.list_logical_devices(kind)
-                   for kind in ("GPU", "TPU"))
-    if backend == "torch":
-        import torch
-
-        return torch.cuda.is_available()
-    return False
+    Read from Keras (`keras.distribution.list_devices`, which lists the
+    accelerators first where there are any; PyTorch, which Keras's
+    distribution API does not cover: the device of a new tensor), so that
+    no backend is imported here.
+    """
+    try:
+        devices = keras.distribution.list_devices()
+    except AttributeError:  # PyTorch: no distribution backend
+        devices = [str(getattr(ops.zeros(()), "device", "cpu"))]
+    return any(not str(d).lower().startswith("cpu") for d in devices)
 
 
 def concrete_bool(x):
