@@ -2,8 +2,9 @@
 
 Model: token embeddings, `--num_layers` causal decoder blocks and an output
 projection over `--vocabulary_size` tokens, a cross-entropy loss and Adam,
-batch `--batch_size`: `SynthesizerDecoder` blocks for every variant, keras-
-hub's `TransformerDecoder` (MultiHeadAttention) as the reference `mha`.
+batch `--batch_size`: `SynthesizerDecoder` blocks for every variant (their
+feedforward over chunks of `--feedforward_chunk_size` tokens), keras-hub's
+`TransformerDecoder` (MultiHeadAttention) as the reference `mha`.
 For each row the length doubles from `--lengths` until the step's memory
 exceeds `--memory_budget_gib` (or passes `--max_context`).
 
@@ -45,8 +46,9 @@ def step_memory(row, args, length):
             if row == BASELINE:
                 block = keras_hub.layers.TransformerDecoder(4 * width, heads)
             else:
-                block = SynthesizerDecoder(4 * width, heads, synthesizer=row,
-                                           max_length=length)
+                block = SynthesizerDecoder(
+                    4 * width, heads, synthesizer=row, max_length=length,
+                    feedforward_chunk_size=args.feedforward_chunk_size or None)
             blocks.append(block)
         head = keras.layers.Dense(args.vocabulary_size)
         embedding.build((args.batch_size, length))

@@ -241,6 +241,10 @@ def build_parser():
         "buffer assignment on JAX).")
     add("--max_context", type=int, default=65536,
         help="context: the longest length tried.")
+    add("--feedforward_chunk_size", type=int, default=4096,
+        help="context: the synthesizer blocks' `feedforward_chunk_size` "
+        "(tokens per rematerialised chunk of the feedforward sublayer; 0: "
+        "none; keras-hub's reference block has no such option).")
     add("--no_forward", "--no-forward", action="store_true",
         help="train: time training steps only.")
     add("--model_dir", "--run_dir", "--run-dir", dest="model_dir",
@@ -264,6 +268,9 @@ def check_args(args):
             raise SystemExit(
                 f"--{name} must be {'>= 0' if name == 'warmup' else 'positive'}"
                 f", received {value}")
+    if args.feedforward_chunk_size < 0:
+        raise SystemExit("--feedforward_chunk_size must be >= 0 (0: no "
+                         f"chunks), received {args.feedforward_chunk_size}")
     for name in ("batch_size", "repetitions", "num_layers"):
         value = getattr(args, name)
         if value is not None and value < 1:

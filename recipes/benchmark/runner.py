@@ -80,6 +80,7 @@ def config_of(args):
             "prompt_length": args.prompt_length,
             "memory_budget_gib": args.memory_budget_gib,
             "max_context": args.max_context,
+            "feedforward_chunk_size": args.feedforward_chunk_size,
             "positions": args.positions,
             "window": args.window,
         })

@@ -72,6 +72,7 @@ def test_mode_defaults():
     (["--mode", "generate", "--lengths", "16", "--prompt_length", "16"],
      "--prompt_length=16"),
     (["--memory_budget_gib", "0"], "--memory_budget_gib"),
+    (["--feedforward_chunk_size", "-1"], "--feedforward_chunk_size"),
 ])
 def test_bad_values_name_the_flag(argv, message):
     with pytest.raises(SystemExit, match=message):

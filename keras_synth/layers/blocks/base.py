@@ -17,6 +17,8 @@ from keras_synth.layers.keras_utils import export_format
 from keras_synth.layers.keras_utils import get_keras_mask
 from keras_synth.layers.keras_utils import set_keras_mask
 from keras_synth.layers.attention import SynthesizerAttention
+from keras_synth.layers.blocks.token_chunks import check_chunk_size
+from keras_synth.layers.blocks.token_chunks import map_token_chunks
 from keras_synth.layers.synthesizers import deserialize_options
 from keras_synth.layers.synthesizers import parse_synthesizer
 from keras_synth.layers.synthesizers import select_options
@@ -192,6 +194,19 @@ class SynthesizerBlockMixin:
         if all(variants_of([spec]) for spec in synthesizers):
             split_options(tuple(sorted(variants)), self.synthesizer_options)
 
+    def _set_feedforward_chunk_size(self, feedforward_chunk_size):
+        check_chunk_size(feedforward_chunk_size)
+        if feedforward_chunk_size is not None and self.dropout:
+            # A dropout layer's seed state cannot advance inside the
+            # chunks' loop and rematerialisation (JAX, TensorFlow).
+            raise ValueError(
+                "Argument `feedforward_chunk_size` needs `dropout=0`: the "
+                "chunks do not draw dropout masks. Expected dropout=0 with "
+                f"feedforward_chunk_size={feedforward_chunk_size}. Received: "
+                f"dropout={self.dropout}"
+            )
+        self.feedforward_chunk_size = feedforward_chunk_size
+
     def _synthesizer_kwargs(self, synthesizer):
         return dict(
             synthesizer=synthesizer,
@@ -205,6 +220,7 @@ class SynthesizerBlockMixin:
         return {
             "max_length": self.max_length,
             "synthesizer_options": serialize_options(self.synthesizer_options),
+            "feedforward_chunk_size": self.feedforward_chunk_size,
         }
 
     @classmethod
@@ -295,15 +311,19 @@ class SynthesizerBlockMixin:
 
     def _attention_sublayer(
         self, x, attention, layer_norm, dropout, source, training,
-        value=None, returns_pair=False, **attention_kwargs,
+        value=None, returns_pair=False, feedforward=False,
+        **attention_kwargs,
     ):
         """An attention sublayer of keras-nlp's blocks with its residual.
 
         `source` is the block input whose Keras mask went into
         `attention_kwargs` (detached while `attention` runs); `value` the
         attended sequence (default: the normalized `x`, self-attention).
-        Returns `(outputs, second)`, where `second` is the attention's
-        second output (scores or cache) with `returns_pair`, else `None`.
+        With `feedforward` (the block's last attention sublayer), the
+        feedforward sublayer follows the residual step, both over chunks
+        of `feedforward_chunk_size` tokens. Returns `(outputs, second)`,
+        where `second` is the attention's second output (scores or cache)
+        with `returns_pair`, else `None`.
         """
         residual = x
         x = self._pre_norm(x, layer_norm)
@@ -317,8 +337,18 @@ class SynthesizerBlockMixin:
         second = None
         if returns_pair:
             outputs, second = outputs
-        x = self._add_residual(outputs, residual, dropout, layer_norm, training)
-        return x, second
+
+        def residual_step(outputs, residual):
+            x = self._add_residual(outputs, residual, dropout, layer_norm,
+                                   training)
+            return self._feedforward(x, training) if feedforward else x
+
+        if not feedforward:
+            return residual_step(outputs, residual), second
+        return map_token_chunks(
+            residual_step, self.feedforward_chunk_size, outputs, residual,
+            variables=self.weights,
+        ), second
 
     def _feedforward(self, x, training):
         """keras-nlp's feedforward sublayer with its residual connection."""

@@ -58,7 +58,14 @@ class SynthesizerEncoder(
             `SynthesizerAttention`'s (e.g. `{"rank": 4}`), for every
             attention layer of the block. (Release 0.1's one argument per
             option still works, deprecated.)
-            Defaults to `RandomNormal(stddev=1.0)`.
+        feedforward_chunk_size: int or `None` (default): run the
+            feedforward sublayer, with the residual step before it, over
+            chunks of this many tokens (batch x length), each
+            rematerialised in the backward pass, so that its intermediate
+            activations exist for one chunk at a time. The same outputs
+            and gradients, less memory at long lengths (for
+            `factorized_random`, twice the trainable length in the same
+            memory), a little more compute.
         **kwargs: base layer arguments (`name`, `dtype`, `trainable`, ...).
 
     Call arguments:
@@ -101,6 +108,7 @@ class SynthesizerEncoder(
         synthesizer="dense",
         max_length=None,
         synthesizer_options=None,
+        feedforward_chunk_size=None,
         **kwargs,
     ):
         legacy = pop_legacy_arguments(kwargs)
@@ -117,6 +125,7 @@ class SynthesizerEncoder(
         )
         self._set_synthesizer_arguments(
             [synthesizer], max_length, synthesizer_options, legacy)
+        self._set_feedforward_chunk_size(feedforward_chunk_size)
         self.synthesizer = synthesizer
         utils.check_synthesizer_arguments(
             num_heads, self._synthesizer_kwargs(synthesizer)
@@ -167,10 +176,10 @@ class SynthesizerEncoder(
             inputs,
             training,
             returns_pair=return_attention_scores,
+            feedforward=True,
             return_attention_scores=return_attention_scores,
             **masks,
         )
-        x = self._feedforward(x, training)
         if return_attention_scores:
             return x, attention_scores
         return x

@@ -1,0 +1,89 @@
+"""Per-token work over chunks of tokens, rematerialised: long inputs in less memory.
+
+A block's feedforward sublayer (and the residual step before it) treats
+every token alone, yet its backward pass keeps about a dozen
+`(batch, length, width)` tensors (normalizations, the `intermediate_dim`
+activations, residuals) alive at once; at long lengths these, not the
+attention, set a training step's memory. `map_token_chunks` runs such a
+function over chunks of `chunk_size` tokens of the batch and length
+flattened together (a reshape, no copy), one chunk after the other
+(`ops.map`), each rematerialised (`keras.remat`): the backward pass keeps
+the chunks' inputs and recomputes one chunk's intermediates at a time.
+The result equals the function applied to the whole tensors (values and
+gradients).
+"""
+
+import keras
+from keras import ops
+
+from keras_synth.layers.keras_utils import is_int
+
+
+def check_chunk_size(chunk_size, name="feedforward_chunk_size"):
+    """Raises unless `chunk_size` is `None` or a positive Python int."""
+    if chunk_size is not None and (not is_int(chunk_size) or chunk_size < 1):
+        raise ValueError(
+            f"Argument `{name}` must be a positive int or None. "
+            f"Received: {name}={chunk_size!r}"
+        )
+
+
+def map_token_chunks(function, chunk_size, *tensors, variables=()):
+    """`function(*tensors)` computed `chunk_size` tokens at a time.
+
+    Args:
+        function: a per-token function of tensors `(B, T, ...)` returning
+            one `(B, T, ...)` tensor (no mixing across tokens).
+        chunk_size: tokens (batch x length) per chunk, or `None` for one
+            piece.
+        *tensors: `(B, T, ...)` tensors with the same `B` and `T`.
+        variables: the Keras variables `function` reads. Each chunk gets
+            their values as inputs (a `keras.StatelessScope` maps them):
+            TensorFlow cannot differentiate a rematerialised loop body
+            that reads variables itself.
+
+    Returns:
+        `function(*tensors)`. Chunks run when `B x T` is static and larger
+        than `chunk_size` (a batch or length known only at run time, as in
+        a TensorFlow graph traced for any batch size, runs in one piece);
+        the `B x T mod chunk_size` last tokens form one smaller chunk.
+    """
+    batch, length = tensors[0].shape[0], tensors[0].shape[1]
+    if chunk_size is None or not (is_int(batch) and is_int(length)):
+        return function(*tensors)
+    tokens = batch * length
+    if tokens <= chunk_size:
+        return function(*tensors)
+    count = tokens // chunk_size
+
+    def rows(tensor, start, stop, pieces):
+        """Tokens `start ... stop - 1` as `pieces` chunks `(pieces, 1,
+        size, ...)` (a reshape of the flattened tokens)."""
+        flat = ops.reshape(tensor, (tokens,) + tuple(tensor.shape[2:]))
+        if (start, stop) != (0, tokens):
+            flat = flat[start:stop]
+        size = (stop - start) // pieces
+        return ops.reshape(flat, (pieces, 1, size) + tuple(tensor.shape[2:]))
+
+    variables = list(variables)
+    values = [v.value for v in variables]
+
+    @keras.remat
+    def rematerialised(pieces, values):
+        with keras.StatelessScope(state_mapping=list(zip(variables, values))):
+            return function(*pieces)
+
+    def chunk(pieces):
+        return rematerialised(pieces, values)
+
+    outputs = ops.map(
+        chunk, [rows(t, 0, count * chunk_size, count) for t in tensors]
+    )  # (count, 1, chunk_size, ...)
+    outputs = ops.reshape(outputs, (count * chunk_size,) + tuple(outputs.shape[3:]))
+    rest = tokens - count * chunk_size
+    if rest:
+        last = chunk([rows(t, count * chunk_size, tokens, 1)[0] for t in tensors])
+        outputs = ops.concatenate(
+            [outputs, ops.reshape(last, (rest,) + tuple(last.shape[2:]))], 0)
+    return ops.reshape(outputs, (batch, length) + tuple(outputs.shape[1:]))
+
