@@ -49,6 +49,10 @@ class SynthesizerCausalLMBackbone(
             `"factorized_random"`, `{"initializer": "zeros"}` for the
             random variants), for every block. (Release 0.1's one argument
             per option still works, deprecated.)
+        feedforward_chunk_size: int or `None` (default): every block's
+            feedforward over chunks of this many tokens, rematerialised
+            (the blocks' argument: less memory at long lengths, the same
+            outputs; needs `dropout=0`).
         dtype: dtype policy of the layers.
         **kwargs: base `keras.Model` arguments (`name`, ...).
 
@@ -85,6 +89,7 @@ class SynthesizerCausalLMBackbone(
         normalize_first=True,
         layer_norm_epsilon=1e-5,
         synthesizer_options=None,
+        feedforward_chunk_size=None,
         dtype=None,
         **kwargs,
     ):
@@ -119,6 +124,7 @@ class SynthesizerCausalLMBackbone(
                 synthesizer=synthesizer,
                 max_length=max_sequence_length,
                 synthesizer_options=synthesizer_options,
+                feedforward_chunk_size=feedforward_chunk_size,
                 dtype=dtype,
                 name=f"transformer_layer_{i}",
             )
@@ -163,6 +169,7 @@ class SynthesizerCausalLMBackbone(
             normalize_first=normalize_first,
             layer_norm_epsilon=layer_norm_epsilon,
             synthesizer_options=synthesizer_options,
+            feedforward_chunk_size=feedforward_chunk_size,
         )
 
     @classmethod

@@ -61,6 +61,10 @@ class SynthesizerBackbone(LayoutMapMixin, LoraTargetsMixin,
             `"factorized_random"`, `{"initializer": "zeros"}` for the
             random variants), for every block. (Release 0.1's one argument
             per option still works, deprecated.)
+        feedforward_chunk_size: int or `None` (default): every block's
+            feedforward over chunks of this many tokens, rematerialised
+            (the blocks' argument: less memory at long lengths, the same
+            outputs; needs `dropout=0`).
         dtype: the dtype policy of the layers (e.g. `"mixed_bfloat16"`).
         **kwargs: `keras_hub.models.Backbone` arguments (`name`, ...).
 
@@ -102,6 +106,7 @@ class SynthesizerBackbone(LayoutMapMixin, LoraTargetsMixin,
         activation="relu",
         layer_norm_epsilon=1e-5,
         synthesizer_options=None,
+        feedforward_chunk_size=None,
         dtype=None,
         **kwargs,
     ):
@@ -143,6 +148,7 @@ class SynthesizerBackbone(LayoutMapMixin, LoraTargetsMixin,
                 synthesizer=synthesizer,
                 max_length=max_sequence_length,
                 synthesizer_options=synthesizer_options,
+                feedforward_chunk_size=feedforward_chunk_size,
                 dtype=dtype,
                 name=f"encoder_{i}",
             )
@@ -199,6 +205,7 @@ class SynthesizerBackbone(LayoutMapMixin, LoraTargetsMixin,
             activation=activation,
             layer_norm_epsilon=layer_norm_epsilon,
             synthesizer_options=synthesizer_options,
+            feedforward_chunk_size=feedforward_chunk_size,
         )
 
     def _encoder_block(self, **kwargs):

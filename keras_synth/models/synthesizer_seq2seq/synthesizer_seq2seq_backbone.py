@@ -64,6 +64,10 @@ class SynthesizerSeq2SeqBackbone(
             source tokens when the source has a vocabulary of its own
             (`SynthesizerSeq2SeqLMPreprocessor(encoder_tokenizer=...)`);
             `None` shares the decoder's embedding.
+        feedforward_chunk_size: int or `None` (default): every block's
+            feedforward over chunks of this many tokens, rematerialised
+            (the blocks' argument: less memory at long lengths, the same
+            outputs; needs `dropout=0`).
         dtype: dtype policy of the layers.
         **kwargs: base `keras.Model` arguments (`name`, ...).
 
@@ -105,6 +109,7 @@ class SynthesizerSeq2SeqBackbone(
         layer_norm_epsilon=1e-5,
         synthesizer_options=None,
         encoder_vocabulary_size=None,
+        feedforward_chunk_size=None,
         dtype=None,
         **kwargs,
     ):
@@ -167,6 +172,7 @@ class SynthesizerSeq2SeqBackbone(
             synthesizer=synthesizer,
             max_length=max_sequence_length,
             synthesizer_options=synthesizer_options,
+            feedforward_chunk_size=feedforward_chunk_size,
             dtype=dtype,
         )
         self.encoder_transformer_layers = [
@@ -235,6 +241,7 @@ class SynthesizerSeq2SeqBackbone(
             layer_norm_epsilon=layer_norm_epsilon,
             synthesizer_options=synthesizer_options,
             encoder_vocabulary_size=encoder_vocabulary_size,
+            feedforward_chunk_size=feedforward_chunk_size,
         )
 
     @classmethod

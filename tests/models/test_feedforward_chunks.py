@@ -1,0 +1,65 @@
+"""`feedforward_chunk_size` on the three backbones: passed to every block,
+saved in the config, and the same outputs as the backbone without chunks
+(the same weights, 2 x 10 tokens in chunks of 3: the chunks run)."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_synth.models import SynthesizerBackbone
+from keras_synth.models import SynthesizerCausalLMBackbone
+from keras_synth.models import SynthesizerSeq2SeqBackbone
+
+SIZES = dict(vocabulary_size=20, num_layers=2, num_heads=2, hidden_dim=8,
+             intermediate_dim=16, max_sequence_length=10,
+             synthesizer="factorized_random", dropout=0.0)
+CHUNK = 3
+
+
+def inputs(cls):
+    rng = np.random.default_rng(0)
+    ids = rng.integers(1, 20, (2, 10)).astype("int32")
+    mask = np.ones((2, 10), "int32")
+    if cls is SynthesizerSeq2SeqBackbone:
+        return {"encoder_token_ids": ids, "encoder_padding_mask": mask,
+                "decoder_token_ids": ids[:, ::-1].copy(),
+                "decoder_padding_mask": mask}
+    x = {"token_ids": ids, "padding_mask": mask}
+    if cls is SynthesizerBackbone:
+        x["segment_ids"] = np.zeros_like(ids)
+    return x
+
+
+def blocks_of(backbone):
+    return [layer for layer in backbone.layers
+            if hasattr(layer, "feedforward_chunk_size")]
+
+
+@pytest.mark.parametrize("cls", [SynthesizerBackbone,
+                                 SynthesizerCausalLMBackbone,
+                                 SynthesizerSeq2SeqBackbone])
+def test_backbone_chunks_equal_whole(cls):
+    plain = cls(**SIZES)
+    chunked = cls(**SIZES, feedforward_chunk_size=CHUNK)
+    chunked.set_weights(plain.get_weights())
+    assert blocks_of(chunked) and all(
+        b.feedforward_chunk_size == CHUNK for b in blocks_of(chunked))
+    x = inputs(cls)
+    want, got = plain(x), chunked(x)
+    if not isinstance(want, dict):
+        want, got = {"out": want}, {"out": got}
+    for name in want:
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(got[name]),
+                                   keras.ops.convert_to_numpy(want[name]),
+                                   rtol=1e-5, atol=1e-5, err_msg=name)
+    config = chunked.get_config()
+    assert config["feedforward_chunk_size"] == CHUNK
+    restored = cls.from_config(config)
+    assert all(b.feedforward_chunk_size == CHUNK for b in blocks_of(restored))
+    assert plain.get_config()["feedforward_chunk_size"] is None
+
+
+def test_backbone_dropout_refused():
+    sizes = dict(SIZES, dropout=0.1)
+    with pytest.raises(ValueError, match="needs `dropout=0`"):
+        SynthesizerCausalLMBackbone(**sizes, feedforward_chunk_size=CHUNK)
