@@ -59,7 +59,15 @@ def test_backbone_chunks_equal_whole(cls):
     assert plain.get_config()["feedforward_chunk_size"] is None
 
 
-def test_backbone_dropout_refused():
-    sizes = dict(SIZES, dropout=0.1)
-    with pytest.raises(ValueError, match="needs `dropout=0`"):
-        SynthesizerCausalLMBackbone(**sizes, feedforward_chunk_size=CHUNK)
+def test_backbone_with_dropout_trains():
+    """The backbones' default dropout (0.1) in the chunks: a causal LM's
+    compiled `fit`."""
+    from keras_synth.models import SynthesizerCausalLM
+
+    backbone = SynthesizerCausalLMBackbone(
+        **dict(SIZES, dropout=0.1), feedforward_chunk_size=CHUNK)
+    model = SynthesizerCausalLM(backbone=backbone, preprocessor=None)
+    x = inputs(SynthesizerCausalLMBackbone)
+    history = model.fit(x, x["token_ids"], epochs=2, batch_size=2,
+                        verbose=0)
+    assert np.isfinite(history.history["loss"]).all()

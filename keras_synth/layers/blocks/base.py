@@ -196,15 +196,6 @@ class SynthesizerBlockMixin:
 
     def _set_feedforward_chunk_size(self, feedforward_chunk_size):
         check_chunk_size(feedforward_chunk_size)
-        if feedforward_chunk_size is not None and self.dropout:
-            # A dropout layer's seed state cannot advance inside the
-            # chunks' loop and rematerialisation (JAX, TensorFlow).
-            raise ValueError(
-                "Argument `feedforward_chunk_size` needs `dropout=0`: the "
-                "chunks do not draw dropout masks. Expected dropout=0 with "
-                f"feedforward_chunk_size={feedforward_chunk_size}. Received: "
-                f"dropout={self.dropout}"
-            )
         self.feedforward_chunk_size = feedforward_chunk_size
 
     def _synthesizer_kwargs(self, synthesizer):
@@ -345,9 +336,11 @@ class SynthesizerBlockMixin:
 
         if not feedforward:
             return residual_step(outputs, residual), second
+        dropouts = (dropout, self._feedforward_dropout)
         return map_token_chunks(
             residual_step, self.feedforward_chunk_size, outputs, residual,
             variables=self.weights,
+            seed_generators=[d.seed_generator for d in dropouts if d.rate],
         ), second
 
     def _feedforward(self, x, training):

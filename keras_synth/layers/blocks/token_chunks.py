@@ -28,7 +28,8 @@ def check_chunk_size(chunk_size, name="feedforward_chunk_size"):
         )
 
 
-def map_token_chunks(function, chunk_size, *tensors, variables=()):
+def map_token_chunks(function, chunk_size, *tensors, variables=(),
+                     seed_generators=()):
     """`function(*tensors)` computed `chunk_size` tokens at a time.
 
     Args:
@@ -41,6 +42,15 @@ def map_token_chunks(function, chunk_size, *tensors, variables=()):
             their values as inputs (a `keras.StatelessScope` maps them):
             TensorFlow cannot differentiate a rematerialised loop body
             that reads variables itself.
+        seed_generators: the `keras.random.SeedGenerator`s `function`
+            draws from (its dropout layers'). Chunk `i` sees each one's
+            state plus `[i + 1, 0]`, a stream of its own that the
+            backward pass's recomputation draws again (the same dropout
+            masks); the generators advance once per call, outside the
+            chunks (a state cannot change inside the loop). (PyTorch's
+            dropout of an unseeded layer draws from the global generator
+            instead, whose state `keras.remat`'s checkpoint restores for
+            the recomputation.)
 
     Returns:
         `function(*tensors)`. Chunks run when `B x T` is static and larger
@@ -67,22 +77,33 @@ def map_token_chunks(function, chunk_size, *tensors, variables=()):
 
     variables = list(variables)
     values = [v.value for v in variables]
+    states = [g.state for g in seed_generators]
+    seeds = [s.value for s in states]
+    for generator in seed_generators:
+        generator.next()  # the next call's masks differ
 
     @keras.remat
-    def rematerialised(pieces, values):
-        with keras.StatelessScope(state_mapping=list(zip(variables, values))):
+    def rematerialised(pieces, index, values, seeds):
+        offset = ops.stack([index + 1, ops.zeros_like(index)])
+        mapping = list(zip(variables, values)) + [
+            (state, seed + ops.cast(offset, seed.dtype))
+            for state, seed in zip(states, seeds)]
+        with keras.StatelessScope(state_mapping=mapping):
             return function(*pieces)
 
-    def chunk(pieces):
-        return rematerialised(pieces, values)
+    def chunk(elements):
+        *pieces, index = elements
+        return rematerialised(pieces, index, values, seeds)
 
     outputs = ops.map(
         chunk, [rows(t, 0, count * chunk_size, count) for t in tensors]
+        + [ops.arange(count, dtype="int32")],
     )  # (count, 1, chunk_size, ...)
     outputs = ops.reshape(outputs, (count * chunk_size,) + tuple(outputs.shape[3:]))
     rest = tokens - count * chunk_size
     if rest:
-        last = chunk([rows(t, count * chunk_size, tokens, 1)[0] for t in tensors])
+        last = chunk([rows(t, count * chunk_size, tokens, 1)[0] for t in tensors]
+                     + [ops.convert_to_tensor(count, "int32")])
         outputs = ops.concatenate(
             [outputs, ops.reshape(last, (rest,) + tuple(last.shape[2:]))], 0)
     return ops.reshape(outputs, (batch, length) + tuple(outputs.shape[1:]))

@@ -52,7 +52,7 @@ class SynthesizerCausalLMBackbone(
         feedforward_chunk_size: int or `None` (default): every block's
             feedforward over chunks of this many tokens, rematerialised
             (the blocks' argument: less memory at long lengths, the same
-            outputs; needs `dropout=0`).
+            outputs).
         dtype: dtype policy of the layers.
         **kwargs: base `keras.Model` arguments (`name`, ...).
 

@@ -64,7 +64,7 @@ class SynthesizerBackbone(LayoutMapMixin, LoraTargetsMixin,
         feedforward_chunk_size: int or `None` (default): every block's
             feedforward over chunks of this many tokens, rematerialised
             (the blocks' argument: less memory at long lengths, the same
-            outputs; needs `dropout=0`).
+            outputs).
         dtype: the dtype policy of the layers (e.g. `"mixed_bfloat16"`).
         **kwargs: `keras_hub.models.Backbone` arguments (`name`, ...).
 
