@@ -71,3 +71,36 @@ def test_backbone_with_dropout_trains():
     history = model.fit(x, x["token_ids"], epochs=2, batch_size=2,
                         verbose=0)
     assert np.isfinite(history.history["loss"]).all()
+
+
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow",
+                    reason="one backend's converters suffice: the chunks "
+                    "are the same `keras.ops` on every backend")
+@pytest.mark.parametrize("format", ["onnx", "litert"])
+def test_export_with_chunks(format, tmp_path):
+    """ONNX and LiteRT files of a classifier whose blocks run in chunks
+    (16 tokens in chunks of 5: a loop and a last, shorter chunk) give
+    Keras's probabilities."""
+    from keras_synth.models import SynthesizerTextClassifier
+    from keras_synth.models import export_model
+    from tests.models import export_utils as eu
+    from tests.models.model_utils import backbone_inputs
+    from tests.models.model_utils import make_backbone
+
+    if eu.runtime_missing(format):
+        pytest.skip(f"reloading {format} needs `{eu.runtime_missing(format)}`")
+    keras.utils.set_random_seed(0)
+    x = backbone_inputs(eu.BATCH, eu.LENGTH,
+                        lengths=[eu.LENGTH, eu.LENGTH - 3])
+    model = SynthesizerTextClassifier(
+        make_backbone("factorized_random", eu.LENGTH,
+                      feedforward_chunk_size=5),
+        num_classes=3, preprocessor=None, dropout=0.0, activation="softmax")
+    want = np.asarray(model.predict(x, verbose=0))
+    path = str(tmp_path / ("model.onnx" if format == "onnx" else
+                           "model.tflite"))
+    export_model(model, path, format, batch_size=eu.BATCH,
+                 num_predictions=eu.PREDICTIONS)
+    got = (eu.run_onnx if format == "onnx" else eu.run_litert)(path, x)
+    [got] = got.values()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
