@@ -231,3 +231,41 @@ def test_config_round_trip(cls):
 def test_bad_chunk_size(cls, bad):
     with pytest.raises(ValueError, match=f"feedforward_chunk_size={bad!r}"):
         cls(16, 2, feedforward_chunk_size=bad)
+
+
+def test_unknown_batch_size_chunks():
+    """A graph traced for any batch size (TensorFlow's `fit`, a
+    `tf.function` with a `None` batch) still runs the chunks: a loop of as
+    many as the run's tokens fill, then the rest (maybe none)."""
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("shapes are static when JAX traces and PyTorch runs")
+    import tensorflow as tf
+
+    blocks = make_blocks("decoder")
+    build(blocks, "decoder")
+    traced = tf.function(
+        lambda x: blocks[1](x),
+        input_signature=[tf.TensorSpec((None, LENGTH, WIDTH), "float32")])
+    for batch in (1, 2, 4):  # 7, 14, 28 tokens: rests of 3, 2, 0
+        x = np.concatenate([inputs()] * 2)[:batch]
+        np.testing.assert_allclose(
+            traced(x).numpy(), ops.convert_to_numpy(blocks[0](x)),
+            rtol=1e-5, atol=1e-5)
+    graph = traced.get_concrete_function().graph
+    assert any(op.type == "While" for op in graph.get_operations())
+
+
+def test_fit_with_unknown_batch_size():
+    """`fit` of a model whose input has no batch size: chunks and their
+    gradients on every backend (a `None` batch dimension on TensorFlow)."""
+    keras.utils.set_random_seed(0)
+    block = SynthesizerDecoder(16, 2, synthesizer="factorized_random",
+                               max_length=LENGTH, feedforward_chunk_size=CHUNK)
+    tokens = keras.Input((LENGTH, WIDTH))
+    model = keras.Model(tokens, keras.layers.Dense(1)(block(tokens)))
+    model.compile("adam", "mse")
+    y = np.ones((3, LENGTH, 1), "float32")
+    x = np.concatenate([inputs(), inputs(seed=1)])[:3]
+    before = model.evaluate(x, y, batch_size=2, verbose=0)
+    model.fit(x, y, epochs=10, batch_size=2, verbose=0)  # batches of 2, 1
+    assert model.evaluate(x, y, batch_size=2, verbose=0) < before

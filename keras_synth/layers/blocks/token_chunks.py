@@ -53,27 +53,30 @@ def map_token_chunks(function, chunk_size, *tensors, variables=(),
             the recomputation.)
 
     Returns:
-        `function(*tensors)`. Chunks run when `B x T` is static and larger
-        than `chunk_size` (a batch or length known only at run time, as in
-        a TensorFlow graph traced for any batch size, runs in one piece);
-        the `B x T mod chunk_size` last tokens form one smaller chunk.
+        `function(*tensors)`. Chunks run when `B x T` is larger than
+        `chunk_size`; the `B x T mod chunk_size` last tokens form one
+        smaller chunk. A batch or length known only at run time (a
+        TensorFlow graph traced for any batch size) gives a loop of as
+        many chunks as the run's tokens fill, and a last chunk that may be
+        empty.
     """
     batch, length = tensors[0].shape[0], tensors[0].shape[1]
-    if chunk_size is None or not (is_int(batch) and is_int(length)):
+    static = is_int(batch) and is_int(length)
+    if chunk_size is None or (static and batch * length <= chunk_size):
         return function(*tensors)
+    if not static:
+        shape = ops.shape(tensors[0])
+        batch, length = shape[0], shape[1]
     tokens = batch * length
-    if tokens <= chunk_size:
-        return function(*tensors)
     count = tokens // chunk_size
+    whole = count * chunk_size
 
-    def rows(tensor, start, stop, pieces):
-        """Tokens `start ... stop - 1` as `pieces` chunks `(pieces, 1,
-        size, ...)` (a reshape of the flattened tokens)."""
-        flat = ops.reshape(tensor, (tokens,) + tuple(tensor.shape[2:]))
-        if (start, stop) != (0, tokens):
-            flat = flat[start:stop]
-        size = (stop - start) // pieces
-        return ops.reshape(flat, (pieces, 1, size) + tuple(tensor.shape[2:]))
+    def rows(tensor, start, stop, size):
+        """Tokens `start ... stop - 1` as chunks `(pieces, 1, size, ...)`
+        (a reshape of the flattened tokens)."""
+        tail = tuple(tensor.shape[2:])
+        flat = ops.reshape(tensor, (-1,) + tail)[start:stop]
+        return ops.reshape(flat, (-1, 1, size) + tail)
 
     variables = list(variables)
     values = [v.value for v in variables]
@@ -96,15 +99,14 @@ def map_token_chunks(function, chunk_size, *tensors, variables=(),
         return rematerialised(pieces, index, values, seeds)
 
     outputs = ops.map(
-        chunk, [rows(t, 0, count * chunk_size, count) for t in tensors]
+        chunk, [rows(t, 0, whole, chunk_size) for t in tensors]
         + [ops.arange(count, dtype="int32")],
     )  # (count, 1, chunk_size, ...)
-    outputs = ops.reshape(outputs, (count * chunk_size,) + tuple(outputs.shape[3:]))
-    rest = tokens - count * chunk_size
-    if rest:
-        last = chunk([rows(t, count * chunk_size, tokens, 1)[0] for t in tensors]
-                     + [ops.convert_to_tensor(count, "int32")])
+    outputs = ops.reshape(outputs, (-1,) + tuple(outputs.shape[3:]))
+    if not static or tokens > whole:
+        last = chunk([rows(t, whole, tokens, tokens - whole)[0]
+                      for t in tensors]
+                     + [ops.cast(count, "int32")])
         outputs = ops.concatenate(
-            [outputs, ops.reshape(last, (rest,) + tuple(last.shape[2:]))], 0)
+            [outputs, ops.reshape(last, (-1,) + tuple(last.shape[2:]))], 0)
     return ops.reshape(outputs, (batch, length) + tuple(outputs.shape[1:]))
-
