@@ -337,9 +337,14 @@ class SynthesizerBlockMixin:
         if not feedforward:
             return residual_step(outputs, residual), second
         dropouts = (dropout, self._feedforward_dropout)
+        # The weights the chunks read (not the attention's: as inputs of
+        # every chunk they would only add zero gradients).
+        sublayers = (layer_norm, self._feedforward_layer_norm,
+                     self._feedforward_intermediate_dense,
+                     self._feedforward_output_dense)
         return map_token_chunks(
             residual_step, self.feedforward_chunk_size, outputs, residual,
-            variables=self.weights,
+            variables=[w for layer in sublayers for w in layer.weights],
             seed_generators=[d.seed_generator for d in dropouts if d.rate],
         ), second
 
