@@ -8,6 +8,8 @@ test can SIGKILL a recipe in the middle of an epoch, after a known number
 of its batches.
 """
 
+import contextlib
+import io
 import runpy
 import signal
 import sys
@@ -51,23 +53,41 @@ def kill_at(process, epoch, batch, timeout=300):
     return seen
 
 
-def run_here(module, argv):
+@contextlib.contextmanager
+def batch_lines():
+    """Every `keras.Model.fit` in the block prints `batch-end` lines
+    (`BatchLines`)."""
+    fit = keras.Model.fit
+
+    def fit_with_batch_lines(self, *args, callbacks=None, **kwargs):
+        callbacks = [*(callbacks or []), BatchLines()]
+        return fit(self, *args, callbacks=callbacks, **kwargs)
+
+    keras.Model.fit = fit_with_batch_lines
+    try:
+        yield
+    finally:
+        keras.Model.fit = fit
+
+
+def run_here(module, argv, with_batch_lines=False):
     """Runs `python -m module ARGV` in this process: the module's
     `__main__` as `python -m` runs it, its standard output and error
-    captured together. Returns `(exit status, output)`.
+    captured together (with the `batch-end` lines of `main` if
+    `with_batch_lines`). Returns `(exit status, output)`.
 
-    For a recipe run a test only reads: the recipes as processes (started,
-    killed, resumed) are the harness's, and a process would add its
-    imports (about 10 s on 2 CPU cores) to every run.
+    For a recipe run a test only reads, or a resumed run: what a resumed
+    run finds is on disk, whatever process reads it. The killed runs stay
+    processes (`kill_at`), and a process would add its imports (about
+    10 s on 2 CPU cores) to every run.
     """
-    import contextlib
-    import io
-
     out = io.StringIO()
     saved = sys.argv[:]
     sys.argv[:] = [module, *argv]
+    lines = batch_lines() if with_batch_lines else contextlib.nullcontext()
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(
+                out), lines:
             try:
                 runpy.run_module(module, run_name="__main__", alter_sys=True)
                 code = 0
@@ -80,16 +100,10 @@ def run_here(module, argv):
 
 
 def main():
-    fit = keras.Model.fit
-
-    def fit_with_batch_lines(self, *args, callbacks=None, **kwargs):
-        callbacks = [*(callbacks or []), BatchLines()]
-        return fit(self, *args, callbacks=callbacks, **kwargs)
-
-    keras.Model.fit = fit_with_batch_lines
     module = sys.argv[1]
     sys.argv = [module] + sys.argv[2:]
-    runpy.run_module(module, run_name="__main__", alter_sys=True)
+    with batch_lines():
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
 
 
 if __name__ == "__main__":

@@ -5,14 +5,15 @@ a tiny built-in task, the recipe's default `--dropout`), on the backend of
 the test run (`KERAS_BACKEND`: tensorflow, jax or torch):
 
 (a) two epochs uninterrupted, in the test process (the module's
-    `__main__`, as `python -m` runs it: `progress_run.run_here`; a third
-    process per recipe would add only its imports);
+    `__main__`, as `python -m` runs it: `progress_run.run_here`; a
+    process per run would add only its imports, about 10 s);
 (b) the same command in a new folder, a process SIGKILLed in the middle
     of epoch 2 (`tests/recipes/progress_run.py`): it trained all of epoch
     1 and part of epoch 2, and its folder holds epoch 1's backup
     (`backup/LATEST` names `epoch-1`) and no `results.json`;
-(c) (b) resumed, a new process: it trains epoch 2 only, whole; its
-    per-epoch history
+(c) (b) resumed by the same command, in the test process before (a)
+    (what it resumes from is what the killed process left on disk): it
+    trains epoch 2 only, whole; its per-epoch history
     (`results.json` `history`: the losses, metrics and validation
     metrics) and `history.csv` equal (a)'s (to `LOSS_RTOL`), as do its
     optimizer steps; one backup is left, the last, and nothing temporary;
@@ -71,12 +72,6 @@ def _start(module, run_dir, argv):
          "--epochs=2", f"--model_dir={run_dir}"],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         text=True)
-
-
-def _finish(process):
-    out, _ = process.communicate(timeout=TIMEOUT)
-    assert process.returncode == 0, out[-3000:]
-    return out
 
 
 def _results(run_dir):
@@ -385,9 +380,6 @@ def test_recipe_trains_resumes_after_a_kill_and_exports(key, recipe, argv,
     killed_dir = str(tmp_path / "killed")
     seen = _batches(kill_at(_start(recipe.module, killed_dir, argv),
                             epoch=2, batch=2, timeout=TIMEOUT))
-    code, straight_out = run_here(recipe.module, [
-        *argv, "--epochs=2", f"--model_dir={straight_dir}"])
-    assert code == 0, straight_out[-3000:]
     # Killed in epoch 2 after all of epoch 1 (a batch or two more may run
     # while the signal is on its way, not the whole epoch), after epoch 1's
     # backup and before results.json.
@@ -400,10 +392,18 @@ def test_recipe_trains_resumes_after_a_kill_and_exports(key, recipe, argv,
         assert f.read() == "epoch-1\n"
     assert sorted(os.listdir(backup)) == ["LATEST", "epoch-1"]
     assert not os.path.exists(os.path.join(killed_dir, "results.json"))
-    resumed_out = _finish(_start(recipe.module, killed_dir, argv))
+    # Resumed before the uninterrupted run, so that nothing of that run
+    # is alive in this process to stand in for what the backup holds.
+    code, resumed_out = run_here(recipe.module, [
+        *argv, "--epochs=2", f"--model_dir={killed_dir}"],
+        with_batch_lines=True)
+    assert code == 0, resumed_out[-3000:]
     assert "Resuming after epoch 1 from" in resumed_out, resumed_out[-3000:]
     assert _batches(resumed_out.splitlines()) == [
         (2, b) for b in range(1, steps + 1)], resumed_out[-3000:]
+    code, straight_out = run_here(recipe.module, [
+        *argv, "--epochs=2", f"--model_dir={straight_dir}"])
+    assert code == 0, straight_out[-3000:]
 
     uninterrupted, resumed = _results(straight_dir), _results(killed_dir)
     assert resumed["resumed_from_epoch"] == 1
