@@ -58,7 +58,7 @@ def _fast_xla_compilations():
     JAX, compiling is most of a layer test's time. Optimization level 0
     (`--xla_backend_optimization_level=0`) spends less time making
     faster machine code: `tests/layers/test_numerics.py` on JAX, one
-    process, an empty compilation cache: 100 s, then 76 s (the same 98
+    process, an empty compilation cache: 104 s, then 81 s (the same 98
     tests pass). Outside the suite (the recipes, the benchmarks, users'
     programs) XLA's default applies; a level already in `XLA_FLAGS` is
     kept.
