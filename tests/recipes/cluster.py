@@ -70,7 +70,8 @@ def jax_process_env(num_processes):
             KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{ports[0]}",
             KERAS_DISTRIBUTION_NUM_PROCESSES=str(num_processes),
             KERAS_DISTRIBUTION_PROCESS_ID=str(index),
-            XLA_FLAGS="--xla_force_host_platform_device_count=1")
+            XLA_FLAGS=os.environ.get("XLA_FLAGS", "")
+            + " --xla_force_host_platform_device_count=1")
         return env
 
     return environment

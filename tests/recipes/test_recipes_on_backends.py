@@ -30,7 +30,8 @@ GLUE = ["--task=builtin", "--synthesizer=random+vanilla", "--epochs=2",
 def test_model_parallel_layouts_and_training_equal_one_device():
     # tests/recipes/model_parallel_run.py in a fresh process on 4 CPUs.
     env = dict(os.environ, KERAS_BACKEND="jax", PYTHONPATH=REPO,
-               XLA_FLAGS="--xla_force_host_platform_device_count=4",
+               XLA_FLAGS=os.environ.get("XLA_FLAGS", "")
+               + " --xla_force_host_platform_device_count=4",
                JAX_PLATFORMS="cpu")
     process = subprocess.run(
         [sys.executable, os.path.join(REPO, "tests", "recipes",
@@ -74,7 +75,8 @@ def test_glue_recipe_trains_model_parallel_end_to_end(tmp_path):
     per-epoch dev metrics, backup, evaluation, .keras model and preset) on
     a (2, 2) mesh of 4 CPU devices, to the losses of one device."""
     env = dict(os.environ, KERAS_BACKEND="jax", PYTHONPATH=REPO,
-               XLA_FLAGS="--xla_force_host_platform_device_count=4",
+               XLA_FLAGS=os.environ.get("XLA_FLAGS", "")
+               + " --xla_force_host_platform_device_count=4",
                JAX_PLATFORMS="cpu")
     histories = {}
     for name, extra in (("one", []), ("mesh", [
