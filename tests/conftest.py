@@ -123,6 +123,32 @@ def _full_float32_matmuls():
 _full_float32_matmuls()
 
 
+def _no_grappler_in_tests():
+    """TensorFlow: Grappler's graph rewrites off in the test processes.
+
+    Before a `tf.function` graph first runs, TensorFlow rewrites it
+    (constant folding, op fusions, layout, pruning): time well spent on a
+    graph that runs many steps, not on the suite's, which run a few times
+    each. The functions Keras compiles with XLA (`jit_compile`) skip
+    Grappler anyway; the others (tf.data maps, generation loops, loaded
+    SavedModels, exports' traces) run as written. TensorFlow, alone:
+    `tests/models` on two workers 385 s, then 362 s;
+    `tests/models/test_synthesizer_seq2seq_lm.py` in one process 101 s,
+    then 91 s (the same tests pass). The recipe processes the tests start,
+    the recipes, benchmarks and users' programs keep TensorFlow's default.
+    """
+    import keras
+
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        tf.config.optimizer.set_experimental_options(
+            {"disable_meta_optimizer": True})
+
+
+_no_grappler_in_tests()
+
+
 # `KERAS_SYNTH_ONE_VARIANT=1` (set by .ci/check_keras_hub only): each test
 # runs for the first synthesizer variant of its parametrization (the
 # `synthesizer` or `variant` argument) and every value of its other
