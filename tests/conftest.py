@@ -129,9 +129,8 @@ def _no_grappler_in_tests():
     Before a `tf.function` graph first runs, TensorFlow rewrites it
     (constant folding, op fusions, layout, pruning): time well spent on a
     graph that runs many steps, not on the suite's, which run a few times
-    each. The functions Keras compiles with XLA (`jit_compile`) skip
-    Grappler anyway; the others (tf.data maps, generation loops, loaded
-    SavedModels, exports' traces) run as written. TensorFlow, alone:
+    each (training steps, tf.data maps, generation loops, loaded
+    SavedModels); with it off they run as traced. TensorFlow, alone:
     `tests/models` on two workers 385 s, then 362 s;
     `tests/models/test_synthesizer_seq2seq_lm.py` in one process 101 s,
     then 91 s (the same tests pass). The recipe processes the tests start,
