@@ -26,13 +26,19 @@ GLUE = ["--task=builtin", "--synthesizer=random+vanilla", "--epochs=2",
         "--no_tensorboard"]
 
 
+def _four_cpus_env():
+    """A fresh JAX process's environment with 4 CPU devices (its XLA flags
+    added to the suite's)."""
+    return dict(os.environ, KERAS_BACKEND="jax", PYTHONPATH=REPO,
+                XLA_FLAGS=os.environ.get("XLA_FLAGS", "")
+                + " --xla_force_host_platform_device_count=4",
+                JAX_PLATFORMS="cpu")
+
+
 @pytest.mark.skipif(BACKEND != "jax", reason="keras.distribution is JAX's")
 def test_model_parallel_layouts_and_training_equal_one_device():
     # tests/recipes/model_parallel_run.py in a fresh process on 4 CPUs.
-    env = dict(os.environ, KERAS_BACKEND="jax", PYTHONPATH=REPO,
-               XLA_FLAGS=os.environ.get("XLA_FLAGS", "")
-               + " --xla_force_host_platform_device_count=4",
-               JAX_PLATFORMS="cpu")
+    env = _four_cpus_env()
     process = subprocess.run(
         [sys.executable, os.path.join(REPO, "tests", "recipes",
                                       "model_parallel_run.py")],
@@ -74,10 +80,7 @@ def test_glue_recipe_trains_model_parallel_end_to_end(tmp_path):
     """`--distribution=model_parallel` through the whole recipe (fit,
     per-epoch dev metrics, backup, evaluation, .keras model and preset) on
     a (2, 2) mesh of 4 CPU devices, to the losses of one device."""
-    env = dict(os.environ, KERAS_BACKEND="jax", PYTHONPATH=REPO,
-               XLA_FLAGS=os.environ.get("XLA_FLAGS", "")
-               + " --xla_force_host_platform_device_count=4",
-               JAX_PLATFORMS="cpu")
+    env = _four_cpus_env()
     histories = {}
     for name, extra in (("one", []), ("mesh", [
             "--distribution=model_parallel", "--model_parallel=2"])):
