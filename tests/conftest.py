@@ -148,6 +148,44 @@ def _no_grappler_in_tests():
 _no_grappler_in_tests()
 
 
+def _no_autograph_in_tests():
+    """TensorFlow: AutoGraph off in the test processes.
+
+    Before tracing a `tf.function` or a `tf.data` map, TensorFlow rewrites
+    each Python function it calls (AutoGraph: Python `if`/`for` on tensors
+    into graph control flow). Our layers and models use `keras.ops` only
+    (their control flow is `ops.cond`/`ops.while_loop`, as JAX needs) and
+    the recipes' `tf.data` functions TensorFlow ops; the whole TensorFlow
+    suite, keras-hub's code it reaches included, passes without the
+    rewrite (2,631 tests), which costs time at every trace: `tests/models/test_synthesizer_seq2seq_lm.py`,
+    TensorFlow, one process, runs taken in turn: 127 s and 125 s with it,
+    117 s and 120 s without (the same 24 tests pass; docs/testing.md).
+    With it off, Python control flow on a tensor is an
+    error here where AutoGraph would convert it: stricter, as on JAX. The
+    recipe processes the tests start, the recipes, benchmarks and users'
+    programs keep TensorFlow's default. Every thread's AutoGraph context
+    starts from `_default_control_status_ctx()` (TensorFlow's internal
+    default, "unspecified"); "disabled" makes `tf.function` and `tf.data`
+    call functions as they are.
+    """
+    import keras
+
+    if keras.backend.backend() != "tensorflow":
+        return
+    from tensorflow.python.autograph.core import ag_ctx
+
+    def disabled():
+        return ag_ctx.ControlStatusCtx(status=ag_ctx.Status.DISABLED)
+
+    ag_ctx._default_control_status_ctx = disabled
+    stack = getattr(ag_ctx.stacks, "control_status", None)
+    if stack:  # this thread's context, made before
+        stack[0] = disabled()
+
+
+_no_autograph_in_tests()
+
+
 # `KERAS_SYNTH_ONE_VARIANT=1` (set by .ci/check_keras_hub only): each test
 # runs for the first synthesizer variant of its parametrization (the
 # `synthesizer` or `variant` argument) and every value of its other
@@ -236,3 +274,4 @@ def frozen_heap():
     gc.collect()
     gc.freeze()
     yield
+
