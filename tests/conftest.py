@@ -123,56 +123,40 @@ def _full_float32_matmuls():
 _full_float32_matmuls()
 
 
-def _no_grappler_in_tests():
-    """TensorFlow: Grappler's graph rewrites off in the test processes.
+def _no_graph_rewrites_in_tests():
+    """TensorFlow: Grappler's and AutoGraph's rewrites off in the test
+    processes. The recipe processes the tests start, the recipes,
+    benchmarks and users' programs keep TensorFlow's defaults.
 
-    Before a `tf.function` graph first runs, TensorFlow rewrites it
-    (constant folding, op fusions, layout, pruning): time well spent on a
-    graph that runs many steps, not on the suite's, which run a few times
-    each (training steps, tf.data maps, generation loops, loaded
-    SavedModels); with it off they run as traced. TensorFlow, alone:
-    `tests/models` on two workers 385 s, then 362 s;
-    `tests/models/test_synthesizer_seq2seq_lm.py` in one process 101 s,
-    then 91 s (the same tests pass). The recipe processes the tests start,
-    the recipes, benchmarks and users' programs keep TensorFlow's default.
-    """
-    import keras
+    - Grappler rewrites each `tf.function` graph before it first runs
+      (constant folding, op fusions, layout, pruning): time well spent on
+      a graph that runs many steps, not on the suite's, which run a few
+      times each (training steps, tf.data maps, generation loops, loaded
+      SavedModels). `tests/models` on two workers 385 s, then 362 s;
+      `test_synthesizer_seq2seq_lm.py` in one process 101 s, then 91 s.
+    - AutoGraph rewrites each Python function a `tf.function` or a
+      `tf.data` map calls (Python `if`/`for` on tensors into graph control
+      flow) before tracing it. Our layers and models use `keras.ops`
+      control flow (as JAX needs), the recipes' `tf.data` functions
+      TensorFlow ops; the whole suite passes without it (2,631 tests).
+      Every thread's AutoGraph context starts from TensorFlow's internal
+      `_default_control_status_ctx()` ("unspecified"); "disabled" has
+      functions traced as written, and Python control flow on a tensor
+      is an error, as on JAX. `test_synthesizer_seq2seq_lm.py`, one
+      process, runs taken in turn: 127 s and 125 s with it, 117 s and
+      120 s without.
 
-    if keras.backend.backend() == "tensorflow":
-        import tensorflow as tf
-
-        tf.config.optimizer.set_experimental_options(
-            {"disable_meta_optimizer": True})
-
-
-_no_grappler_in_tests()
-
-
-def _no_autograph_in_tests():
-    """TensorFlow: AutoGraph off in the test processes.
-
-    Before tracing a `tf.function` or a `tf.data` map, TensorFlow rewrites
-    each Python function it calls (AutoGraph: Python `if`/`for` on tensors
-    into graph control flow). Our layers and models use `keras.ops` only
-    (their control flow is `ops.cond`/`ops.while_loop`, as JAX needs) and
-    the recipes' `tf.data` functions TensorFlow ops; the whole TensorFlow
-    suite, keras-hub's code it reaches included, passes without the
-    rewrite (2,631 tests), which costs time at every trace: `tests/models/test_synthesizer_seq2seq_lm.py`,
-    TensorFlow, one process, runs taken in turn: 127 s and 125 s with it,
-    117 s and 120 s without (the same 24 tests pass; docs/testing.md).
-    With it off, Python control flow on a tensor is an
-    error here where AutoGraph would convert it: stricter, as on JAX. The
-    recipe processes the tests start, the recipes, benchmarks and users'
-    programs keep TensorFlow's default. Every thread's AutoGraph context
-    starts from `_default_control_status_ctx()` (TensorFlow's internal
-    default, "unspecified"); "disabled" makes `tf.function` and `tf.data`
-    call functions as they are.
+    Measurements (the same tests pass): docs/testing.md.
     """
     import keras
 
     if keras.backend.backend() != "tensorflow":
         return
+    import tensorflow as tf
     from tensorflow.python.autograph.core import ag_ctx
+
+    tf.config.optimizer.set_experimental_options(
+        {"disable_meta_optimizer": True})
 
     def disabled():
         return ag_ctx.ControlStatusCtx(status=ag_ctx.Status.DISABLED)
@@ -183,7 +167,7 @@ def _no_autograph_in_tests():
         stack[0] = disabled()
 
 
-_no_autograph_in_tests()
+_no_graph_rewrites_in_tests()
 
 
 # `KERAS_SYNTH_ONE_VARIANT=1` (set by .ci/check_keras_hub only): each test
@@ -274,4 +258,3 @@ def frozen_heap():
     gc.collect()
     gc.freeze()
     yield
-
